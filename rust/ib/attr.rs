@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Plain-Rust views of the attributes a device reports to the core.
+
+use super::bindings;
+
+/// Device-wide attributes and limits (`struct ib_device_attr`).
+///
+/// Every limit is a promise: the driver must accept any request within it.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct DeviceAttr {
+    /// Firmware version, `major << 32 | minor << 16 | sub`.
+    pub(crate) fw_ver: u64,
+    pub(crate) sys_image_guid: u64,
+    pub(crate) vendor_id: u32,
+    pub(crate) vendor_part_id: u32,
+    pub(crate) hw_ver: u32,
+    pub(crate) max_mr_size: u64,
+    pub(crate) page_size_cap: u64,
+    pub(crate) max_qp: u32,
+    pub(crate) max_qp_wr: u32,
+    pub(crate) max_sge: u32,
+    pub(crate) max_sge_rd: u32,
+    pub(crate) max_cq: u32,
+    pub(crate) max_cqe: u32,
+    pub(crate) max_mr: u32,
+    pub(crate) max_pd: u32,
+    pub(crate) max_qp_rd_atom: u32,
+    pub(crate) max_qp_init_rd_atom: u32,
+    pub(crate) max_srq: u32,
+    pub(crate) max_srq_wr: u32,
+    pub(crate) max_srq_sge: u32,
+    pub(crate) max_ah: u32,
+    pub(crate) max_pkeys: u16,
+}
+
+impl DeviceAttr {
+    /// Writes `self` into the core's (zeroed) attribute struct.
+    pub(super) fn write_to(&self, c: &mut bindings::ib_device_attr) {
+        let clamp = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
+        c.fw_ver = self.fw_ver;
+        c.sys_image_guid = self.sys_image_guid.to_be();
+        c.vendor_id = self.vendor_id;
+        c.vendor_part_id = self.vendor_part_id;
+        c.hw_ver = self.hw_ver;
+        c.max_mr_size = self.max_mr_size;
+        c.page_size_cap = self.page_size_cap;
+        c.max_qp = clamp(self.max_qp);
+        c.max_qp_wr = clamp(self.max_qp_wr);
+        c.max_send_sge = clamp(self.max_sge);
+        c.max_recv_sge = clamp(self.max_sge);
+        c.max_sge_rd = clamp(self.max_sge_rd);
+        c.max_cq = clamp(self.max_cq);
+        c.max_cqe = clamp(self.max_cqe);
+        c.max_mr = clamp(self.max_mr);
+        c.max_pd = clamp(self.max_pd);
+        c.max_qp_rd_atom = clamp(self.max_qp_rd_atom);
+        c.max_qp_init_rd_atom = clamp(self.max_qp_init_rd_atom);
+        c.max_res_rd_atom = clamp(self.max_qp_rd_atom.saturating_mul(self.max_qp));
+        c.max_srq = clamp(self.max_srq);
+        c.max_srq_wr = clamp(self.max_srq_wr);
+        c.max_srq_sge = clamp(self.max_srq_sge);
+        c.max_ah = clamp(self.max_ah);
+        c.max_pkeys = self.max_pkeys;
+    }
+}
+
+// The enums below have the variants rsoft uses; add others as needed.
+
+/// Logical port state (`enum ib_port_state`).
+#[derive(Clone, Copy)]
+pub(crate) enum PortState {
+    Active,
+}
+
+/// Physical port state (`enum ib_port_phys_state`).
+#[derive(Clone, Copy)]
+pub(crate) enum PhysState {
+    LinkUp,
+}
+
+/// Path MTU (`enum ib_mtu`).
+#[derive(Clone, Copy)]
+pub(crate) enum Mtu {
+    Mtu4096,
+}
+
+impl Mtu {
+    fn to_c(self) -> bindings::ib_mtu {
+        match self {
+            Mtu::Mtu4096 => bindings::ib_mtu_IB_MTU_4096,
+        }
+    }
+}
+
+/// Port attributes (`struct ib_port_attr`) of an InfiniBand port.
+#[derive(Clone, Copy)]
+pub(crate) struct PortAttr {
+    pub(crate) state: PortState,
+    pub(crate) phys_state: PhysState,
+    pub(crate) lid: u16,
+    pub(crate) sm_lid: u16,
+    pub(crate) max_mtu: Mtu,
+    pub(crate) active_mtu: Mtu,
+    pub(crate) max_msg_sz: u32,
+    pub(crate) gid_tbl_len: u32,
+    pub(crate) pkey_tbl_len: u16,
+}
+
+impl PortAttr {
+    /// Writes `self` into the core's (zeroed) port attribute struct.
+    pub(super) fn write_to(&self, c: &mut bindings::ib_port_attr) {
+        c.state = match self.state {
+            PortState::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
+        };
+        c.phys_state = match self.phys_state {
+            PhysState::LinkUp => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
+        } as u8;
+        c.lid = self.lid.into();
+        c.sm_lid = self.sm_lid.into();
+        c.max_mtu = self.max_mtu.to_c();
+        c.active_mtu = self.active_mtu.to_c();
+        c.max_msg_sz = self.max_msg_sz;
+        c.gid_tbl_len = i32::try_from(self.gid_tbl_len).unwrap_or(i32::MAX);
+        c.pkey_tbl_len = self.pkey_tbl_len;
+        // A virtual 4x EDR link; only reported, never enforced.
+        c.active_width = bindings::ib_port_width_IB_WIDTH_4X as u8;
+        c.active_speed = bindings::ib_port_speed_IB_SPEED_EDR as u16;
+    }
+}
+
+/// A 128-bit global identifier, in network byte order.
+#[derive(Clone, Copy)]
+pub(crate) struct Gid(pub(crate) [u8; 16]);
+
+impl Gid {
+    /// The link-local GID made from an EUI-64 GUID: `fe80::/64` + GUID.
+    pub(crate) fn link_local(guid: u64) -> Self {
+        let mut raw = [0u8; 16];
+        raw[0] = 0xfe;
+        raw[1] = 0x80;
+        raw[8..].copy_from_slice(&guid.to_be_bytes());
+        Gid(raw)
+    }
+}

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs a driver implements, and the const `ib_device_ops` table that
+//! routes the core's calls to them.
+
+use super::{
+    attr::{DeviceAttr, Gid, PortAttr},
+    bindings,
+    object::CoreObject,
+};
+use core::{fmt::Write, marker::PhantomData, mem::MaybeUninit};
+use kernel::{error::from_result, ffi, prelude::*};
+
+/// The verbs of an RDMA device driver.
+///
+/// Port numbers and table indexes arrive already checked by the core against
+/// what the device and [`Verbs::port_attr`] advertise.
+#[vtable]
+pub(crate) trait Verbs: Sized + 'static {
+    /// Per-device driver state, stored behind the core's `ib_device`.
+    type Device: Send + Sync;
+    /// Per-process driver state, stored behind `ib_ucontext`.
+    type Ucontext: Send + Sync;
+    /// Protection domain, stored behind `ib_pd`.
+    type Pd: Send + Sync;
+
+    /// Device attributes; read once by the core at registration.
+    fn device_attr(dev: &Self::Device) -> DeviceAttr;
+    /// Attributes of port `port` (1-based).
+    fn port_attr(dev: &Self::Device, port: u32) -> Result<PortAttr>;
+    /// Entry `index` of the GID table of `port`.
+    fn gid(dev: &Self::Device, port: u32, index: u32) -> Result<Gid>;
+    /// Entry `index` of the P_Key table of `port`.
+    fn pkey(dev: &Self::Device, port: u32, index: u16) -> Result<u16>;
+    /// A new user context (one per open of the uverbs device).
+    fn new_ucontext(dev: &Self::Device) -> Result<impl PinInit<Self::Ucontext, Error>>;
+    /// A new protection domain.
+    fn new_pd(dev: &Self::Device) -> Result<impl PinInit<Self::Pd, Error>>;
+    /// Called just before `pd` is dropped.
+    fn release_pd(dev: &Self::Device, pd: Pin<&Self::Pd>);
+}
+
+/// Routes the core's C calls to the [`Verbs`] of `T`.
+pub(super) struct Adapter<T>(PhantomData<T>);
+
+type DeviceObject<T> = CoreObject<bindings::ib_device, <T as Verbs>::Device>;
+type UcontextObject<T> = CoreObject<bindings::ib_ucontext, <T as Verbs>::Ucontext>;
+type PdObject<T> = CoreObject<bindings::ib_pd, <T as Verbs>::Pd>;
+
+impl<T: Verbs> Adapter<T> {
+    /// Bytes to allocate for the device (`ib_alloc_device`).
+    pub(super) const DEVICE_SIZE: usize = DeviceObject::<T>::SIZE;
+
+    pub(super) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
+        // Stock rdma-core has no provider for a new driver id: match the qib
+        // provider's kernel-only ABI 1 (Documentation/rsoft.rst).
+        driver_id: bindings::rdma_driver_id_RDMA_DRIVER_QIB,
+        uverbs_abi_ver: 1,
+        query_device: Some(Self::query_device),
+        query_port: Some(Self::query_port),
+        get_port_immutable: Some(Self::get_port_immutable),
+        query_gid: Some(Self::query_gid),
+        query_pkey: Some(Self::query_pkey),
+        get_dev_fw_str: Some(Self::get_dev_fw_str),
+        alloc_ucontext: Some(Self::alloc_ucontext),
+        dealloc_ucontext: Some(Self::dealloc_ucontext),
+        alloc_pd: Some(Self::alloc_pd),
+        dealloc_pd: Some(Self::dealloc_pd),
+        size_ib_ucontext: UcontextObject::<T>::SIZE,
+        size_ib_pd: PdObject::<T>::SIZE,
+        // SAFETY: all-zero is a valid `ib_device_ops`: no op, no size.
+        ..unsafe { MaybeUninit::zeroed().assume_init() }
+    };
+
+    /// # Safety
+    ///
+    /// `ib` is a device registered (or being registered) by [`super::Registration`].
+    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a T::Device {
+        // SAFETY: the registration initialised the device data before
+        // registering and drops it only after unregistering, so it is live
+        // during any callback of the core.
+        unsafe { DeviceObject::<T>::data(ib) }.get_ref()
+    }
+
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        // SAFETY: the core calls this on our device with a valid `attr`.
+        let (dev, attr) = unsafe { (Self::device(ib), &mut *attr) };
+        T::device_attr(dev).write_to(attr);
+        0
+    }
+
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core calls this on our device with a valid `attr`.
+            let (dev, attr) = unsafe { (Self::device(ib), &mut *attr) };
+            T::port_attr(dev, port)?.write_to(attr);
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        immutable: *mut bindings::ib_port_immutable,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core calls this on our device with a valid pointer.
+            let (dev, immutable) = unsafe { (Self::device(ib), &mut *immutable) };
+            let attr = T::port_attr(dev, port)?;
+            immutable.pkey_tbl_len = attr.pkey_tbl_len.into();
+            immutable.gid_tbl_len = attr.gid_tbl_len.try_into()?;
+            // Plain IB transport without MADs: no SMA/CM agent on the port.
+            immutable.core_cap_flags = bindings::RDMA_CORE_CAP_PROT_IB;
+            immutable.max_mad_size = 0;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_gid(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: ffi::c_int,
+        gid: *mut bindings::ib_gid,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core calls this on our device with a valid `gid`.
+            let (dev, gid) = unsafe { (Self::device(ib), &mut *gid) };
+            gid.raw = T::gid(dev, port, index.try_into()?)?.0;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core calls this on our device with a valid `pkey`.
+            let (dev, pkey) = unsafe { (Self::device(ib), &mut *pkey) };
+            *pkey = T::pkey(dev, port, index)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_dev_fw_str(ib: *mut bindings::ib_device, out: *mut ffi::c_char) {
+        // SAFETY: the core passes a buffer of IB_FW_VERSION_NAME_MAX bytes.
+        let buf = unsafe {
+            core::slice::from_raw_parts_mut(
+                out.cast::<u8>(),
+                bindings::IB_FW_VERSION_NAME_MAX as usize,
+            )
+        };
+        // SAFETY: the core calls this on our device.
+        let fw = T::device_attr(unsafe { Self::device(ib) }).fw_ver;
+        let mut w = CStrWriter { buf, len: 0 };
+        // Cannot fail: the longest version is 17 bytes.
+        let _ = write!(w, "{}.{}.{}", fw >> 32, (fw >> 16) & 0xffff, fw & 0xffff);
+    }
+
+    unsafe extern "C" fn alloc_ucontext(
+        uctx: *mut bindings::ib_ucontext,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core allocated `uctx` with `size_ib_ucontext` bytes
+            // and set its `device` to our device.
+            unsafe {
+                let dev = Self::device((*uctx).device);
+                UcontextObject::<T>::init(uctx, T::new_ucontext(dev)?)?;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
+        // SAFETY: `uctx` was initialised by `alloc_ucontext`; the core frees
+        // it after this returns and uses it no more.
+        unsafe { UcontextObject::<T>::drop_data(uctx) };
+    }
+
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core allocated `pd` with `size_ib_pd` bytes and set
+            // its `device` to our device.
+            unsafe {
+                let dev = Self::device((*pd).device);
+                PdObject::<T>::init(pd, T::new_pd(dev)?)?;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        // SAFETY: `pd` was initialised by `alloc_pd`; the core frees it after
+        // this returns and uses it no more.
+        unsafe {
+            T::release_pd(Self::device((*pd).device), PdObject::<T>::data(pd));
+            PdObject::<T>::drop_data(pd);
+        }
+        0
+    }
+}
+
+/// Formats into a fixed C buffer, always leaving it NUL-terminated.
+struct CStrWriter<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl Write for CStrWriter<'_> {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let room = self.buf.len().saturating_sub(self.len + 1);
+        if s.len() > room {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..self.len + s.len()].copy_from_slice(s.as_bytes());
+        self.len += s.len();
+        self.buf[self.len] = 0;
+        Ok(())
+    }
+}

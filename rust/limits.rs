@@ -1,0 +1,21 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The limits rsoft advertises in `query_device` and enforces on create.
+//!
+//! Each is sized so that the allocation behind it always succeeds: the
+//! largest CQ ring is a few MiB of kvmalloc, the object counts bound what a
+//! buggy or hostile process can pin in the kernel.
+
+pub(crate) const MAX_PD: u32 = 4096;
+pub(crate) const MAX_QP: u32 = 4096;
+pub(crate) const MAX_QP_WR: u32 = 16384;
+pub(crate) const MAX_SGE: u32 = 32;
+pub(crate) const MAX_CQ: u32 = 4096;
+pub(crate) const MAX_CQE: u32 = 65535;
+pub(crate) const MAX_MR: u32 = 65536;
+pub(crate) const MAX_MR_SIZE: u64 = 1 << 32;
+pub(crate) const MAX_SRQ: u32 = 1024;
+pub(crate) const MAX_SRQ_WR: u32 = 16384;
+pub(crate) const MAX_AH: u32 = 4096;
+pub(crate) const MAX_RD_ATOM: u32 = 16;
+pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;

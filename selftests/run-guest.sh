@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The test run inside the guest (tools/vm.sh -n): rsoft.ko is not loaded yet.
+# Prints one TAP line per check ("ok"/"not ok" at the start of a line); the
+# host runner (tools/check.sh) counts them.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+ko=$top/rsoft.ko
+bin=$top/selftests/build
+kmemleak=/sys/kernel/debug/kmemleak
+
+pass() { echo "ok - $*"; }
+fail() { echo "not ok - $*"; }
+# check NAME COMMAND...: one TAP line from a command's exit status.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+# expect NAME REGEX COMMAND...: the command succeeds and prints REGEX.
+expect() {
+	local name=$1 re=$2 out
+	shift 2
+	if out=$("$@" 2>&1) && grep -Eq -- "$re" <<<"$out"; then
+		pass "$name"
+	else
+		fail "$name"
+		sed 's/^/# /' <<<"$out"
+	fi
+}
+loaded() { [[ -d /sys/module/rsoft ]]; }
+
+[[ -w $kmemleak ]] && echo clear > $kmemleak
+
+# --- bad parameters are refused and leave nothing behind
+for bad in devices=0 devices=17; do
+	if insmod "$ko" $bad 2>/dev/null || loaded; then
+		fail "insmod rsoft.ko $bad is refused"
+		rmmod rsoft 2>/dev/null
+	else
+		pass "insmod rsoft.ko $bad is refused"
+	fi
+done
+check "no device left by refused loads" test -z "$(ls /sys/class/infiniband)"
+
+# --- stock tools see the device
+check "insmod rsoft.ko" insmod "$ko"
+expect "ibv_devices lists rsoft0" '^\s+rsoft0\s+02005e0000000001$' ibv_devices
+devinfo=(ibv_devinfo -v -d rsoft0)
+expect "ibv_devinfo: port active" 'state:\s+PORT_ACTIVE \(4\)' "${devinfo[@]}"
+expect "ibv_devinfo: physical state LinkUp" 'phys_state:\s+LINK_UP \(5\)' "${devinfo[@]}"
+expect "ibv_devinfo: LID 1" 'port_lid:\s+1$' "${devinfo[@]}"
+expect "ibv_devinfo: active MTU 4096" 'active_mtu:\s+4096 \(5\)' "${devinfo[@]}"
+expect "ibv_devinfo: GID 0" 'GID\[ *0\]:\s+fe80:0000:0000:0000:0200:5e00:0000:0001' "${devinfo[@]}"
+expect "ibv_devinfo: max_cqe" 'max_cqe:\s+65535$' "${devinfo[@]}"
+expect "ibv_devinfo: max_pd" 'max_pd:\s+4096$' "${devinfo[@]}"
+expect "ibv_devinfo: transport InfiniBand" 'transport:\s+InfiniBand' "${devinfo[@]}"
+expect "ibv_devinfo: fw_ver" 'fw_ver:\s+1\.0\.0' "${devinfo[@]}"
+expect "rdma dev shows rsoft0" '^[0-9]+: rsoft0: node_type ca fw 1\.0\.0 node_guid 0200:5e00:0000:0001' rdma dev
+expect "rdma link shows port ACTIVE" '^link rsoft0/1 state ACTIVE physical_state LINK_UP' rdma link
+
+# --- selftests
+for t in "$bin"/*; do
+	"$t"
+done
+
+check "rmmod rsoft" rmmod rsoft
+
+# --- several devices, each with its own LID and GUID
+if insmod "$ko" devices=3; then
+	expect "devices=3: rsoft2 listed" '^\s+rsoft2\s+02005e0000000003$' ibv_devices
+	expect "devices=3: rsoft2 has LID 3" 'port_lid:\s+3$' ibv_devinfo -d rsoft2
+	check "devices=3: rmmod" rmmod rsoft
+else
+	fail "insmod rsoft.ko devices=3"
+fi
+
+# --- load, use, unload, 20 times
+reload_ok=1
+for i in $(seq 20); do
+	if ! insmod "$ko" || ! ibv_devinfo -d rsoft0 >/dev/null || ! rmmod rsoft; then
+		reload_ok=0
+		echo "# load/use/unload cycle $i failed"
+		break
+	fi
+done
+check "20 x insmod, open/close context, rmmod" test $reload_ok = 1
+check "no device left after rmmod" test -z "$(ls /sys/class/infiniband)"
+
+# --- kernel log: no leak, no warning
+if [[ -w $kmemleak ]]; then
+	sleep 6	# kmemleak ignores objects younger than 5 s
+	echo scan > $kmemleak
+	leaks=$(cat $kmemleak)
+	if [[ -z $leaks ]]; then
+		pass "kmemleak: no leak"
+	else
+		fail "kmemleak: no leak"
+		sed 's/^/# /' <<<"$leaks" | head -60
+	fi
+else
+	fail "kmemleak: debugfs interface missing"
+fi
+splats=$(dmesg | grep -E 'WARNING:|BUG:|Oops|KASAN|UBSAN|possible recursive|possible circular|inconsistent lock|suspicious RCU|lockdep|kmemleak: [0-9]+ new suspected|Call Trace' || true)
+if [[ -z $splats ]]; then
+	pass "dmesg: no WARN/BUG/Oops/KASAN/lockdep/kmemleak report"
+else
+	fail "dmesg: no WARN/BUG/Oops/KASAN/lockdep/kmemleak report"
+	dmesg | sed 's/^/# /' | tail -80
+fi
+exit 0

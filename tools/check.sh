@@ -1,0 +1,40 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# `make check`: build what the tests need (debug kernel, rsoft.ko,
+# selftests), run the guest test suite under QEMU and the host checks, and
+# end with "N passed, N failed".
+set -uo pipefail
+. "$(dirname "$0")/lib.sh"
+cd "$RSOFT_TOP"
+
+log=$(mktemp "${TMPDIR:-/tmp}/rsoft-check.XXXXXX")
+trap 'rm -f "$log"' EXIT
+tap() { echo "$1 - $2" | tee -a "$log"; }
+
+start=$SECONDS
+kdir=$(tools/module.sh) || die "module build failed"
+ksrc=$(readlink -f "$kdir/source")
+make -s -C selftests KSRC="$ksrc" || die "selftest build failed"
+
+# Host-side checks of the tree itself.
+if /usr/bin/rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" rust/rsoft.rs >/dev/null 2>&1; then
+	tap ok "rustfmt: rust/ is formatted as the kernel's .rustfmt.toml says"
+else
+	tap "not ok" "rustfmt: rust/ is formatted as the kernel's .rustfmt.toml says"
+fi
+
+say "running the guest test suite (debug kernel under QEMU)"
+if ! tools/vm.sh -k "$kdir" -n -t 2400 -- selftests/run-guest.sh | tee -a "$log"; then
+	tap "not ok" "guest test suite finished"
+fi
+
+passed=$(grep -E '^ok ' "$log" | grep -cv '# SKIP')
+skipped=$(grep -E '^ok ' "$log" | grep -c '# SKIP')
+failed=$(grep -cE '^not ok ' "$log")
+say "check took $((SECONDS - start)) s"
+if ((skipped)); then
+	echo "$passed passed, $failed failed, $skipped skipped"
+else
+	echo "$passed passed, $failed failed"
+fi
+((failed == 0 && passed > 0))

@@ -1,0 +1,45 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# PID 1 of the rsoft guest (see tools/vm.sh): the host's root is mounted
+# read-only; give the guest writable scratch space, load rsoft, run the
+# command, report its status, power off.
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root TERM=dumb
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev 2>/dev/null
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+for d in /tmp /run /var/tmp /dev/shm /root; do
+	mount -t tmpfs -o mode=1777 tmpfs "$d"
+done
+mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
+mkdir -p /run/share
+mount -t 9p -o trans=virtio,version=9p2000.L rsoftshare /run/share
+echo "rsoft-guest: up"
+. /run/share/env
+
+# The guest kernel's own modules (rxe, siw) for modprobe.
+if [[ -d $RSOFT_MODULES && -d /lib/modules ]]; then
+	mount --bind "$RSOFT_MODULES" /lib/modules
+fi
+ip link set lo up
+
+finish() {
+	dmesg > /run/share/dmesg
+	echo "$1" > /run/share/status
+	sync
+	umount /run/share
+	busybox reboot -f
+}
+
+if [[ $RSOFT_LOAD == 1 ]]; then
+	# shellcheck disable=SC2086 # parameters are words
+	if ! insmod "$RSOFT_TOP/rsoft.ko" $RSOFT_MODARGS; then
+		echo "rsoft-guest: insmod rsoft.ko failed"
+		finish 125
+	fi
+fi
+"${RSOFT_CMD[@]}"
+finish $?

@@ -1,0 +1,17 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# `make run`: boot the guest with rsoft loaded and run CMD there (default: show
+# the device through the stock tools). Exits with CMD's status.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kdir=$("$RSOFT_TOP/tools/module.sh")
+if [[ -n ${CMD:-} ]]; then
+	exec "$RSOFT_TOP/tools/vm.sh" -k "$kdir" ${RSOFT_PARAMS:+-m "$RSOFT_PARAMS"} -- bash -c "$CMD"
+fi
+exec "$RSOFT_TOP/tools/vm.sh" -k "$kdir" ${RSOFT_PARAMS:+-m "$RSOFT_PARAMS"} -- bash -c '
+	set -x
+	ibv_devices
+	ibv_devinfo -v -d rsoft0
+	rdma dev
+	rdma link'

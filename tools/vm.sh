@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot the guest kernel in QEMU with the host's root file system shared
+# read-only (9p), rsoft.ko loaded, and run one command there.
+#
+#   tools/vm.sh [-k KDIR] [-t SECONDS] [-n] [-m ARGS] [-o DIR] -- COMMAND [ARG...]
+#
+#   -k   kernel build directory (default: the cached debug kernel)
+#   -t   give up after this many seconds (default 600)
+#   -n   do not load rsoft.ko
+#   -m   module parameters for rsoft.ko
+#   -o   keep the guest's dmesg (and status) in this host directory
+#
+# COMMAND runs as root in the host's current directory, seen by the guest.
+# Its output is printed; its exit status is vm.sh's.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+kdir=${KDIR:-} timeout=600 load=1 modargs="" outdir=""
+while getopts k:t:nm:o: opt; do
+	case $opt in
+	k) kdir=$OPTARG ;;
+	t) timeout=$OPTARG ;;
+	n) load=0 ;;
+	m) modargs=$OPTARG ;;
+	o) outdir=$OPTARG ;;
+	*) exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
+[[ ${1:-} == -- ]] && shift
+(($#)) || die "no command given"
+[[ -n $kdir ]] || kdir=$("$RSOFT_TOP/tools/kernel.sh" debug)
+
+share=$(mktemp -d "${TMPDIR:-/tmp}/rsoft-vm.XXXXXX")
+trap 'rm -rf "$share"' EXIT
+write_env() {
+	{
+		printf 'cd %q\n' "$PWD"
+		printf 'RSOFT_TOP=%q\n' "$RSOFT_TOP"
+		printf 'RSOFT_MODULES=%q\n' "$kdir/modroot/lib/modules"
+		printf 'RSOFT_LOAD=%q\n' "$load"
+		printf 'RSOFT_MODARGS=%q\n' "$modargs"
+		printf 'RSOFT_CMD=('
+		printf '%q ' "$@"
+		printf ')\n'
+	} > "$share/env"
+}
+
+# /dev/kvm on this machine kind can hang a stock kernel in the BIOS: probe
+# it once per host kernel and remember the answer.
+accel=(-accel tcg,thread=multi -cpu max)
+kvm_verdict=$RSOFT_CACHE/kvm-$(uname -r)
+qemu() {
+	timeout --foreground -k 5 "$1" qemu-system-x86_64 "${@:2}" \
+		-smp 2 -m 2G -display none -monitor none -serial stdio -no-reboot \
+		-kernel "$kdir/arch/x86/boot/bzImage" \
+		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic" \
+		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
+		-virtfs local,path="$share",mount_tag=rsoftshare,security_model=none \
+		-nic user,model=virtio-net-pci
+}
+if [[ -w /dev/kvm && ! -f $kvm_verdict ]]; then
+	say "probing KVM"
+	write_env true
+	if qemu 60 -accel kvm -cpu host </dev/null >"$share/probe.log" 2>&1 &&
+		[[ -f $share/status ]]; then
+		echo kvm > "$kvm_verdict"
+	else
+		echo tcg > "$kvm_verdict"
+	fi
+	rm -f "$share/status" "$share/dmesg"
+fi
+if [[ -f $kvm_verdict && $(cat "$kvm_verdict") == kvm ]]; then
+	accel=(-accel kvm -cpu host)
+fi
+
+write_env "$@"
+qemu "$timeout" "${accel[@]}" </dev/null || true
+if [[ -n $outdir ]]; then
+	mkdir -p "$outdir"
+	cp "$share"/dmesg "$share"/status "$outdir"/ 2>/dev/null || true
+fi
+[[ -f $share/status ]] || die "the guest did not finish (timeout ${timeout}s or crash)"
+exit "$(cat "$share/status")"
