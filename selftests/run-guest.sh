@@ -57,7 +57,7 @@ expect "ibv_devinfo: max_pd" 'max_pd:\s+4096$' "${devinfo[@]}"
 expect "ibv_devinfo: transport InfiniBand" 'transport:\s+InfiniBand' "${devinfo[@]}"
 expect "ibv_devinfo: fw_ver" 'fw_ver:\s+1\.0\.0' "${devinfo[@]}"
 expect "rdma dev shows rsoft0" '^[0-9]+: rsoft0: node_type ca fw 1\.0\.0 node_guid 0200:5e00:0000:0001' rdma dev
-expect "rdma link shows port ACTIVE" '^link rsoft0/1 state ACTIVE physical_state LINK_UP' rdma link
+expect "rdma link shows port ACTIVE, LID 1" '^link rsoft0/1 .* lid 1 .*state ACTIVE physical_state LINK_UP' rdma link
 
 # --- selftests
 for t in "$bin"/*; do
@@ -101,11 +101,12 @@ if [[ -w $kmemleak ]]; then
 else
 	fail "kmemleak: debugfs interface missing"
 fi
-splats=$(dmesg | grep -E 'WARNING:|BUG:|Oops|KASAN|UBSAN|possible recursive|possible circular|inconsistent lock|suspicious RCU|lockdep|kmemleak: [0-9]+ new suspected|Call Trace' || true)
-if [[ -z $splats ]]; then
+# Lockdep, KASAN, DEBUG_LIST and RCU reports all start with one of these.
+splat='WARNING:|BUG:|Oops|UBSAN:|KASAN:|INFO: |kmemleak: [0-9]+ new suspected|Call Trace|detected stall'
+if ! dmesg | grep -Eq "$splat"; then
 	pass "dmesg: no WARN/BUG/Oops/KASAN/lockdep/kmemleak report"
 else
 	fail "dmesg: no WARN/BUG/Oops/KASAN/lockdep/kmemleak report"
-	dmesg | sed 's/^/# /' | tail -80
+	dmesg | grep -E -B20 -A40 "$splat" | head -200 | sed 's/^/# /'
 fi
 exit 0

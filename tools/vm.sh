@@ -55,7 +55,7 @@ qemu() {
 	timeout --foreground -k 5 "$1" qemu-system-x86_64 "${@:2}" \
 		-smp 2 -m 2G -display none -monitor none -serial stdio -no-reboot \
 		-kernel "$kdir/arch/x86/boot/bzImage" \
-		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic" \
+		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic acpi=noirq rcupdate.rcu_cpu_stall_suppress_at_boot=1" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,path="$share",mount_tag=rsoftshare,security_model=none \
 		-nic user,model=virtio-net-pci

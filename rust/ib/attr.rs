@@ -123,6 +123,8 @@ impl PortAttr {
         c.max_msg_sz = self.max_msg_sz;
         c.gid_tbl_len = i32::try_from(self.gid_tbl_len).unwrap_or(i32::MAX);
         c.pkey_tbl_len = self.pkey_tbl_len;
+        // One data virtual lane: there is no link to arbitrate.
+        c.max_vl_num = 1;
         // A virtual 4x EDR link; only reported, never enforced.
         c.active_width = bindings::ib_port_width_IB_WIDTH_4X as u8;
         c.active_speed = bindings::ib_port_speed_IB_SPEED_EDR as u16;
