@@ -12,8 +12,7 @@
 
 #define SIZE(sym, type) DEFINE(sym, sizeof(type))
 
-void rsoft_layout(void);
-void rsoft_layout(void)
+static void __used rsoft_layout(void)
 {
 	SIZE(IB_DEVICE_SIZE, struct ib_device);
 	OFFSET(IB_DEVICE_OPS, ib_device, ops);
@@ -23,7 +22,7 @@ void rsoft_layout(void)
 	OFFSET(IB_DEVICE_PHYS_PORT_CNT, ib_device, phys_port_cnt);
 	OFFSET(IB_DEVICE_NUM_COMP_VECTORS, ib_device, num_comp_vectors);
 
-	SIZE(IB_DEVICE_OPS_SIZE, struct ib_device_ops);
+	DEFINE(IB_DEVICE_OPS_SIZE, sizeof_field(struct ib_device, ops));
 	OFFSET(IB_DEVICE_OPS_OWNER, ib_device_ops, owner);
 	OFFSET(IB_DEVICE_OPS_QUERY_DEVICE, ib_device_ops, query_device);
 	OFFSET(IB_DEVICE_OPS_ALLOC_PD, ib_device_ops, alloc_pd);

@@ -12,11 +12,27 @@ trap 'rm -f "$log"' EXIT
 tap() { echo "$1 - $2" | tee -a "$log"; }
 
 start=$SECONDS
-kdir=$(tools/module.sh) || die "module build failed"
+# Clippy (CLIPPY=1) compiles the module too: one build, linted. Rebuild the
+# crate so that its warnings are seen even when nothing changed.
+rm -f rust/rsoft.o
+build_log=$(mktemp "${TMPDIR:-/tmp}/rsoft-build.XXXXXX")
+kdir=$(CLIPPY=1 tools/module.sh 2>"$build_log") || { cat "$build_log"; die "module build failed"; }
 ksrc=$(readlink -f "$kdir/source")
 make -s -C selftests KSRC="$ksrc" || die "selftest build failed"
 
 # Host-side checks of the tree itself.
+if grep -q 'warning' "$build_log"; then
+	tap "not ok" "build: no rustc or clippy warning"
+	sed 's/^/# /' "$build_log"
+else
+	tap ok "build: no rustc or clippy warning"
+fi
+rm -f "$build_log"
+if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selftests/*.[ch] >/dev/null; then
+	tap ok "checkpatch: C shims and selftests"
+else
+	tap "not ok" "checkpatch: C shims and selftests"
+fi
 if /usr/bin/rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" rust/rsoft.rs >/dev/null 2>&1; then
 	tap ok "rustfmt: rust/ is formatted as the kernel's .rustfmt.toml says"
 else

@@ -82,6 +82,9 @@ impl<T: Verbs> Adapter<T> {
         unsafe { DeviceObject::<T>::data(ib) }.get_ref()
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.query_device`.
     unsafe extern "C" fn query_device(
         ib: *mut bindings::ib_device,
         attr: *mut bindings::ib_device_attr,
@@ -93,6 +96,9 @@ impl<T: Verbs> Adapter<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.query_port`.
     unsafe extern "C" fn query_port(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -106,6 +112,9 @@ impl<T: Verbs> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.get_port_immutable`.
     unsafe extern "C" fn get_port_immutable(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -124,6 +133,9 @@ impl<T: Verbs> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.query_gid`.
     unsafe extern "C" fn query_gid(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -138,6 +150,9 @@ impl<T: Verbs> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.query_pkey`.
     unsafe extern "C" fn query_pkey(
         ib: *mut bindings::ib_device,
         port: u32,
@@ -152,6 +167,9 @@ impl<T: Verbs> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.get_dev_fw_str`.
     unsafe extern "C" fn get_dev_fw_str(ib: *mut bindings::ib_device, out: *mut ffi::c_char) {
         // SAFETY: the core passes a buffer of IB_FW_VERSION_NAME_MAX bytes.
         let buf = unsafe {
@@ -167,6 +185,9 @@ impl<T: Verbs> Adapter<T> {
         let _ = write!(w, "{}.{}.{}", fw >> 32, (fw >> 16) & 0xffff, fw & 0xffff);
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.alloc_ucontext`.
     unsafe extern "C" fn alloc_ucontext(
         uctx: *mut bindings::ib_ucontext,
         _udata: *mut bindings::ib_udata,
@@ -182,12 +203,18 @@ impl<T: Verbs> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.dealloc_ucontext`.
     unsafe extern "C" fn dealloc_ucontext(uctx: *mut bindings::ib_ucontext) {
         // SAFETY: `uctx` was initialised by `alloc_ucontext`; the core frees
         // it after this returns and uses it no more.
         unsafe { UcontextObject::<T>::drop_data(uctx) };
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.alloc_pd`.
     unsafe extern "C" fn alloc_pd(
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
@@ -203,6 +230,9 @@ impl<T: Verbs> Adapter<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.dealloc_pd`.
     unsafe extern "C" fn dealloc_pd(
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
