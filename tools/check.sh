@@ -15,13 +15,15 @@ start=$SECONDS
 # Clippy (CLIPPY=1) compiles the module too: one build, linted. Rebuild the
 # crate so that its warnings are seen even when nothing changed.
 rm -f rust/rsoft.o
+tools/deps.sh || die "installing dependencies failed"
+kdir=$(tools/kernel.sh debug) || die "kernel build failed"
 build_log=$(mktemp "${TMPDIR:-/tmp}/rsoft-build.XXXXXX")
-kdir=$(CLIPPY=1 tools/module.sh 2>"$build_log") || { cat "$build_log"; die "module build failed"; }
+KDIR=$kdir CLIPPY=1 tools/module.sh >/dev/null 2>"$build_log" || { cat "$build_log"; die "module build failed"; }
 ksrc=$(readlink -f "$kdir/source")
 make -s -C selftests KSRC="$ksrc" || die "selftest build failed"
 
 # Host-side checks of the tree itself.
-if grep -q 'warning' "$build_log"; then
+if grep -qi 'warning' "$build_log"; then
 	tap "not ok" "build: no rustc or clippy warning"
 	sed 's/^/# /' "$build_log"
 else
@@ -33,20 +35,26 @@ if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selfte
 else
 	tap "not ok" "checkpatch: C shims and selftests"
 fi
-if /usr/bin/rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" rust/rsoft.rs >/dev/null 2>&1; then
+if /usr/bin/rustfmt --check --edition 2021 --config-path "$ksrc/.rustfmt.toml" rust/rsoft.rs rust/ring.rs tools/ring-test/tests/*.rs >/dev/null 2>&1; then
 	tap ok "rustfmt: rust/ is formatted as the kernel's .rustfmt.toml says"
 else
 	tap "not ok" "rustfmt: rust/ is formatted as the kernel's .rustfmt.toml says"
 fi
+
+say "host tests of the CQ ring (cargo test: model and loom)"
+(cd tools/ring-test && cargo test --quiet 2>&1 &&
+	RUSTFLAGS="--cfg loom" cargo test --quiet --release --test loom 2>&1) | tee -a "$log"
 
 say "running the guest test suite (debug kernel under QEMU)"
 if ! tools/vm.sh -k "$kdir" -n -t 2400 -- selftests/run-guest.sh | tee -a "$log"; then
 	tap "not ok" "guest test suite finished"
 fi
 
-passed=$(grep -E '^ok ' "$log" | grep -cv '# SKIP')
+# TAP lines, plus cargo's "test result: ok. N passed; M failed" lines.
+cargo_sum() { { sed -n "s/^test result: .* \([0-9]*\) $1.*/\1/p" "$log"; echo 0; } | paste -sd+ | bc; }
+passed=$(($(grep -E '^ok ' "$log" | grep -cv '# SKIP') + $(cargo_sum passed)))
 skipped=$(grep -E '^ok ' "$log" | grep -c '# SKIP')
-failed=$(grep -cE '^not ok ' "$log")
+failed=$(($(grep -cE '^not ok ' "$log") + $(cargo_sum failed)))
 say "check took $((SECONDS - start)) s"
 if ((skipped)); then
 	echo "$passed passed, $failed failed, $skipped skipped"

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+//! Property test: the ring against a plain VecDeque model, over random
+//! sequences of push / poll(n) / arm / resize / retain.
+
+use proptest::prelude::*;
+use rsoft_ring::{Arm, Overrun, Pushed, Ring, TooSmall};
+use std::collections::VecDeque;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Push {
+        event: bool,
+    },
+    Poll(usize),
+    Arm(Arm),
+    Resize(usize),
+    /// Drop the completions whose value is a multiple of this.
+    Purge(u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => any::<bool>().prop_map(|event| Op::Push { event }),
+        4 => (0usize..12).prop_map(Op::Poll),
+        2 => prop_oneof![Just(Arm::None), Just(Arm::Solicited), Just(Arm::NextCompletion)]
+            .prop_map(Op::Arm),
+        1 => (1usize..12).prop_map(Op::Resize),
+        1 => (2u32..5).prop_map(Op::Purge),
+    ]
+}
+
+struct Model {
+    queue: VecDeque<u32>,
+    cap: usize,
+    arm: Arm,
+    ignore_overrun: bool,
+    overrun: bool,
+}
+
+impl Model {
+    fn push(&mut self, v: u32, event: bool) -> Pushed {
+        if self.overrun {
+            return Pushed::Dropped;
+        }
+        let overwrote = self.queue.len() == self.cap;
+        if overwrote {
+            if !self.ignore_overrun {
+                self.overrun = true;
+                return Pushed::Overrun { raise: true };
+            }
+            self.queue.pop_front();
+        }
+        self.queue.push_back(v);
+        let raise = self.arm == Arm::NextCompletion || (self.arm == Arm::Solicited && event);
+        if raise {
+            self.arm = Arm::None;
+        }
+        if overwrote {
+            Pushed::Overwrote { raise }
+        } else {
+            Pushed::Queued { raise }
+        }
+    }
+}
+
+fn run(cap: usize, ignore_overrun: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let mut ring = Ring::new(vec![0u32; cap], ignore_overrun);
+    let mut model = Model {
+        queue: VecDeque::new(),
+        cap,
+        arm: Arm::None,
+        ignore_overrun,
+        overrun: false,
+    };
+    let mut next = 0u32;
+    for op in ops {
+        match op {
+            Op::Push { event } => {
+                next += 1;
+                let got = ring.push(next, event);
+                prop_assert_eq!(got, model.push(next, event));
+                if matches!(
+                    got,
+                    Pushed::Queued { raise: true }
+                        | Pushed::Overwrote { raise: true }
+                        | Pushed::Overrun { raise: true }
+                ) {
+                    prop_assert!(!ring.event_done());
+                }
+            }
+            Op::Poll(n) => {
+                let mut out = vec![0u32; n];
+                let got = ring.poll(&mut out);
+                let take = n.min(model.queue.len());
+                if take == 0 && model.overrun && n > 0 {
+                    prop_assert_eq!(got, Err(Overrun));
+                } else {
+                    prop_assert_eq!(got, Ok(take));
+                    let want: Vec<u32> = model.queue.drain(..take).collect();
+                    prop_assert_eq!(&out[..take], &want[..]);
+                }
+            }
+            Op::Arm(how) => {
+                let missed = ring.arm(how);
+                if !(how == Arm::Solicited && model.arm == Arm::NextCompletion) {
+                    model.arm = how;
+                }
+                prop_assert_eq!(missed, !model.queue.is_empty());
+            }
+            Op::Resize(new_cap) => match ring.resize(vec![0u32; new_cap]) {
+                Ok(old) => {
+                    prop_assert!(new_cap >= model.queue.len());
+                    prop_assert_eq!(old.len(), model.cap);
+                    model.cap = new_cap;
+                }
+                Err((_, TooSmall)) => prop_assert!(new_cap < model.queue.len()),
+            },
+            Op::Purge(k) => {
+                let before = model.queue.len();
+                model.queue.retain(|v| v % k != 0);
+                prop_assert_eq!(ring.retain(|v| v % k != 0), before - model.queue.len());
+            }
+        }
+        prop_assert_eq!(ring.len(), model.queue.len());
+        prop_assert_eq!(ring.capacity(), model.cap);
+        prop_assert_eq!(ring.arm_state(), model.arm);
+        prop_assert_eq!(ring.is_overrun(), model.overrun);
+        prop_assert!(ring.is_quiet());
+    }
+    // Everything still queued comes out in order.
+    let mut out = vec![0u32; ring.len()];
+    prop_assert_eq!(ring.poll(&mut out), Ok(model.queue.len()));
+    prop_assert_eq!(out, Vec::from(model.queue));
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn matches_model(cap in 1usize..8, ops in prop::collection::vec(op(), 0..200)) {
+        run(cap, false, ops)?;
+    }
+
+    #[test]
+    fn matches_model_ignoring_overrun(cap in 1usize..8, ops in prop::collection::vec(op(), 0..200)) {
+        run(cap, true, ops)?;
+    }
+}
+
+#[test]
+fn overrun_keeps_earlier_completions_then_fails() {
+    let mut ring = Ring::new(vec![0u32; 3], false);
+    for v in 1..=3 {
+        assert_eq!(ring.push(v, false), Pushed::Queued { raise: false });
+    }
+    assert_eq!(ring.push(4, false), Pushed::Overrun { raise: true });
+    assert!(!ring.event_done());
+    assert_eq!(ring.push(5, false), Pushed::Dropped);
+    let mut out = [0u32; 2];
+    assert_eq!(ring.poll(&mut out), Ok(2));
+    assert_eq!(out, [1, 2]);
+    assert_eq!(ring.poll(&mut out), Ok(1));
+    assert_eq!(out[0], 3);
+    assert_eq!(ring.poll(&mut out), Err(Overrun));
+    assert_eq!(ring.overruns(), 2);
+}
+
+#[test]
+fn closing_stops_events() {
+    let mut ring = Ring::new(vec![0u32; 2], false);
+    ring.arm(Arm::NextCompletion);
+    assert_eq!(ring.push(1, false), Pushed::Queued { raise: true });
+    assert!(!ring.close());
+    ring.arm(Arm::NextCompletion);
+    assert_eq!(ring.push(2, false), Pushed::Queued { raise: false });
+    assert!(ring.event_done());
+    assert!(ring.is_quiet());
+}
