@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /* C helpers for what bindgen cannot reach: macros and static inlines. */
 
+#include <linux/highmem.h>
 #include <linux/moduleparam.h>
+#include <linux/scatterlist.h>
+#include <net/netlink.h>
+#include <rdma/ib_umem.h>
+#include <rdma/rdma_netlink.h>
 
 #include "rsoft_shims.h"
 
@@ -12,4 +17,66 @@ MODULE_PARM_DESC(devices, "Number of rsoft devices to register (1-16, default 1)
 unsigned int rsoft_param_devices(void)
 {
 	return devices;
+}
+
+void rsoft_spin_lock_init(spinlock_t *lock, const char *name,
+			  struct lock_class_key *key)
+{
+#ifdef CONFIG_DEBUG_SPINLOCK
+	__raw_spin_lock_init(spinlock_check(lock), name, key, LD_WAIT_CONFIG);
+#else
+	spin_lock_init(lock);
+#endif
+}
+
+unsigned long rsoft_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rsoft_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+size_t rsoft_umem_pages(struct ib_umem *umem, struct page **pages, size_t n)
+{
+	struct sg_page_iter iter;
+	size_t i = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &iter, 0) {
+		if (i == n)
+			break;
+		pages[i++] = sg_page_iter_page(&iter);
+	}
+	return i;
+}
+
+void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
+		     size_t src_off, size_t len)
+{
+	void *d = kmap_local_page(dst);
+	void *s = kmap_local_page(src);
+
+	memcpy(d + dst_off, s + src_off, len);
+	kunmap_local(s);
+	kunmap_local(d);
+}
+
+struct nlattr *rsoft_nl_driver_start(struct sk_buff *msg)
+{
+	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);
+}
+
+void rsoft_nl_driver_end(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_end(msg, nest);
+}
+
+void rsoft_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest)
+{
+	nla_nest_cancel(msg, nest);
 }

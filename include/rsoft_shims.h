@@ -3,9 +3,32 @@
 #ifndef RSOFT_SHIMS_H
 #define RSOFT_SHIMS_H
 
+#include <linux/spinlock.h>
 #include <linux/types.h>
 
 /* module_param() is a macro: the parameters live on the C side. */
 unsigned int rsoft_param_devices(void);
+
+/* spin_lock_init() and the irqsave variants are macros. */
+void rsoft_spin_lock_init(spinlock_t *lock, const char *name,
+			  struct lock_class_key *key);
+unsigned long rsoft_spin_lock_irqsave(spinlock_t *lock);
+void rsoft_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+
+struct ib_umem;
+struct page;
+
+/* The sg page iterator and kmap_local_page() are macros / static inlines. */
+size_t rsoft_umem_pages(struct ib_umem *umem, struct page **pages, size_t n);
+void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
+		     size_t src_off, size_t len);
+
+struct sk_buff;
+struct nlattr;
+
+/* nla_nest_start_noflag() and friends are static inlines. */
+struct nlattr *rsoft_nl_driver_start(struct sk_buff *msg);
+void rsoft_nl_driver_end(struct sk_buff *msg, struct nlattr *nest);
+void rsoft_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest);
 
 #endif /* RSOFT_SHIMS_H */

@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The rsoft device: one InfiniBand port that is always up, and the
-//! protection domains and user contexts opened on it.
+//! The rsoft device: one InfiniBand port that is always up, and the verbs
+//! on its objects. Data movement lives in [`crate::net`].
 
-use crate::{ib, limits};
+use crate::{
+    cq::RsoftCq,
+    ib::{self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState},
+    limits,
+    mr::{MrEntry, SgeCopy},
+    net::{Events, Net, QPN_BASE},
+    new_irq_spinlock,
+    qp::{QpEntry, Wqe},
+};
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{c_str, prelude::*};
 
@@ -11,10 +19,14 @@ use kernel::{c_str, prelude::*};
 pub(crate) struct Rsoft;
 
 /// Per-device state.
+#[pin_data]
 pub(crate) struct RsoftDevice {
     guid: u64,
     lid: u16,
     pds: AtomicU32,
+    cqs: AtomicU32,
+    #[pin]
+    net: IrqSpinLock<Net>,
 }
 
 /// Locally administered EUI-64s (the U/L bit of the first byte is set); the
@@ -33,22 +45,71 @@ pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Re
         ports: 1,
         comp_vectors: 1,
     };
-    let data = RsoftDevice {
+    let net = Net::new(lid, limits::MAX_QP, limits::MAX_MR)?;
+    let data = try_pin_init!(RsoftDevice {
         guid,
         lid,
         pds: AtomicU32::new(0),
-    };
+        cqs: AtomicU32::new(0),
+        net <- new_irq_spinlock!(net, "rsoft_net"),
+    }? Error);
     ib::Registration::new(module, &config, data)
 }
 
-/// A protection domain; only counted so far.
+/// Takes one of `max` units from `count`, or fails with ENOMEM.
+fn take(count: &AtomicU32, max: u32) -> Result {
+    count
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n < max).then_some(n + 1)
+        })
+        .map(|_| ())
+        .map_err(|_| ENOMEM)
+}
+
+impl RsoftDevice {
+    /// Moves QP `qpn` forward until it has nothing more to do, delivering
+    /// the CQ events of each step outside the lock.
+    fn progress(&self, qpn: u32) {
+        loop {
+            let mut events = Events::new();
+            let more = self.net.lock().step(qpn, &mut events);
+            events.deliver();
+            if !more {
+                break;
+            }
+        }
+    }
+}
+
+/// A protection domain; only counted.
 pub(crate) struct Pd;
+
+/// A QP as the core holds it; its state lives in the device's QP table.
+pub(crate) struct Qp {
+    qpn: u32,
+}
+
+/// An MR as the core holds it; its state lives in the device's MR table.
+pub(crate) struct Mr {
+    key: u32,
+}
+
+/// Work queue depth and SGE count as created: at least 1, at most `max`.
+fn queue_size(requested: u32, max: u32) -> Result<u32> {
+    if requested > max {
+        return Err(EINVAL);
+    }
+    Ok(requested.max(1))
+}
 
 #[vtable]
 impl ib::Verbs for Rsoft {
     type Device = RsoftDevice;
     type Ucontext = ();
     type Pd = Pd;
+    type Cq = RsoftCq;
+    type Qp = Qp;
+    type Mr = Mr;
 
     fn device_attr(dev: &RsoftDevice) -> ib::DeviceAttr {
         ib::DeviceAttr {
@@ -111,15 +172,214 @@ impl ib::Verbs for Rsoft {
     }
 
     fn new_pd(dev: &RsoftDevice) -> Result<impl PinInit<Pd, Error>> {
-        dev.pds
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-                (n < limits::MAX_PD).then_some(n + 1)
-            })
-            .map(|_| Pd)
-            .map_err(|_| ENOMEM)
+        take(&dev.pds, limits::MAX_PD)?;
+        Ok(Pd)
     }
 
     fn release_pd(dev: &RsoftDevice, _pd: Pin<&Pd>) {
         dev.pds.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn new_cq(dev: &RsoftDevice, attr: &CqAttr) -> Result<(u32, impl PinInit<RsoftCq, Error>)> {
+        if !(1..=limits::MAX_CQE).contains(&attr.cqe) || attr.comp_vector != 0 {
+            return Err(EINVAL);
+        }
+        take(&dev.cqs, limits::MAX_CQ)?;
+        match RsoftCq::new(attr.cqe, attr.ignore_overrun) {
+            Ok(init) => Ok((attr.cqe, init)),
+            Err(e) => {
+                dev.cqs.fetch_sub(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
+    fn destroy_cq(dev: &RsoftDevice, cq: Pin<&RsoftCq>) {
+        cq.close();
+        dev.cqs.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    fn poll_cq(cq: &RsoftCq, out: &mut ib::WcSink<'_>) -> Result {
+        cq.poll(out)
+    }
+
+    fn req_notify_cq(cq: &RsoftCq, arm: CqArm) -> bool {
+        cq.arm(arm)
+    }
+
+    fn resize_cq(_dev: &RsoftDevice, cq: &RsoftCq, cqe: u32) -> Result<u32> {
+        if !(1..=limits::MAX_CQE).contains(&cqe) {
+            return Err(EINVAL);
+        }
+        cq.resize(cqe)?;
+        Ok(cqe)
+    }
+
+    fn fill_res_cq(cq: &RsoftCq, attrs: &mut ib::DriverAttrs<'_>) -> Result {
+        cq.fill_res(attrs)
+    }
+
+    fn new_qp(
+        dev: &RsoftDevice,
+        attr: &mut ib::QpInitAttr<Rsoft>,
+    ) -> Result<(u32, impl PinInit<Qp, Error>)> {
+        let cap = &mut attr.cap;
+        cap.max_send_wr = queue_size(cap.max_send_wr, limits::MAX_QP_WR)?;
+        cap.max_recv_wr = queue_size(cap.max_recv_wr, limits::MAX_QP_WR)?;
+        cap.max_send_sge = queue_size(cap.max_send_sge, limits::MAX_SGE)?;
+        cap.max_recv_sge = queue_size(cap.max_recv_sge, limits::MAX_SGE)?;
+        let entry = KBox::new(
+            QpEntry::new(
+                attr.id,
+                0,
+                attr.pd,
+                attr.cap,
+                attr.sq_sig_all,
+                (attr.send_cq, attr.recv_cq),
+            )?,
+            GFP_KERNEL,
+        )?;
+        let mut net = dev.net.lock();
+        let slot = match net.qps.insert(entry) {
+            Ok(slot) => slot,
+            Err(entry) => {
+                drop(net);
+                drop(entry);
+                return Err(ENOMEM);
+            }
+        };
+        let qpn = QPN_BASE + slot;
+        if let Some(qp) = net.qp_mut(qpn) {
+            qp.qpn = qpn;
+        }
+        Ok((qpn, Qp { qpn }))
+    }
+
+    fn forget_qp(dev: &RsoftDevice, qpn: u32) {
+        let entry = dev.net.lock().qps.remove(Net::qp_slot(qpn));
+        drop(entry);
+    }
+
+    fn modify_qp(dev: &RsoftDevice, qp: &Qp, m: &QpModify) -> Result {
+        let entered_error = {
+            let mut net = dev.net.lock();
+            let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
+            if !m.valid_from(entry.state) {
+                return Err(EINVAL);
+            }
+            entry.apply(m)
+        };
+        if entered_error {
+            dev.progress(qp.qpn);
+        }
+        Ok(())
+    }
+
+    fn query_qp(dev: &RsoftDevice, qp: &Qp) -> Result<QpQuery> {
+        Ok(dev.net.lock().qp(qp.qpn).ok_or(EINVAL)?.query())
+    }
+
+    fn destroy_qp(dev: &RsoftDevice, qp: Pin<&Qp>) {
+        let entry = {
+            let mut net = dev.net.lock();
+            let entry = net.qps.remove(Net::qp_slot(qp.qpn));
+            // uverbs reads wc->qp of every CQE it polls: none may outlive
+            // the QP.
+            if let Some(e) = &entry {
+                e.send_cq.data().purge(e.id);
+                if !e.recv_cq.same(&e.send_cq) {
+                    e.recv_cq.data().purge(e.id);
+                }
+            }
+            entry
+        };
+        drop(entry);
+    }
+
+    fn post_send(dev: &RsoftDevice, qp: &Qp, wrs: &mut ib::SendWrs<'_>) -> Result {
+        let posted = (|| {
+            let mut net = dev.net.lock();
+            let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
+            if !matches!(entry.state, QpState::Rts | QpState::Sqd | QpState::Error) {
+                return Err(EINVAL);
+            }
+            for wr in wrs {
+                let wr = wr?;
+                let wqe = Wqe {
+                    wr_id: wr.wr_id,
+                    signaled: wr.signaled,
+                    solicited: wr.solicited,
+                    imm: wr.imm,
+                    num_sge: wr.sges.len(),
+                };
+                entry.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+            }
+            Ok(())
+        })();
+        // What was posted before a bad WR still goes out.
+        dev.progress(qp.qpn);
+        posted
+    }
+
+    fn post_recv(dev: &RsoftDevice, qp: &Qp, wrs: &mut ib::RecvWrs<'_>) -> Result {
+        let mut peer = None;
+        let posted = (|| {
+            let mut net = dev.net.lock();
+            let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
+            if entry.state == QpState::Reset {
+                return Err(EINVAL);
+            }
+            peer = Some(entry.attr.dest_qpn);
+            for wr in wrs {
+                let wr = wr?;
+                let wqe = Wqe {
+                    wr_id: wr.wr_id,
+                    signaled: true,
+                    solicited: false,
+                    imm: None,
+                    num_sge: wr.sges.len(),
+                };
+                entry.rq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+            }
+            Ok(())
+        })();
+        // Flush if in error; resume a peer waiting for this receive.
+        dev.progress(qp.qpn);
+        if let Some(peer) = peer.filter(|&p| p != qp.qpn) {
+            dev.progress(peer);
+        }
+        posted
+    }
+
+    fn reg_user_mr(
+        dev: &RsoftDevice,
+        pd: PdId,
+        mem: ib::UserMemory,
+        iova: u64,
+        access: Access,
+    ) -> Result<(u32, impl PinInit<Mr, Error>)> {
+        let entry = KBox::new(
+            MrEntry {
+                key: 0,
+                pd,
+                iova,
+                access,
+                mem,
+            },
+            GFP_KERNEL,
+        )?;
+        let inserted = dev.net.lock().insert_mr(entry);
+        // A refused entry is dropped here, outside the lock (it unpins).
+        let key = inserted.map_err(|_| ENOMEM)?;
+        Ok((key, Mr { key }))
+    }
+
+    fn forget_mr(dev: &RsoftDevice, key: u32) {
+        let entry = dev.net.lock().remove_mr(key);
+        drop(entry);
+    }
+
+    fn dereg_mr(dev: &RsoftDevice, mr: Pin<&Mr>) {
+        Self::forget_mr(dev, mr.key);
     }
 }

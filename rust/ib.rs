@@ -10,11 +10,30 @@
 
 mod attr;
 mod bindings;
+mod cq;
 mod device;
+mod irq_lock;
 mod layout;
+mod mr;
 mod object;
+mod qp;
+mod res;
 mod verbs;
 
 pub(crate) use attr::{DeviceAttr, Gid, Mtu, PhysState, PortAttr, PortState};
+pub(crate) use cq::{CqArm, CqAttr, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
+pub(crate) use irq_lock::IrqSpinLock;
+pub(crate) use mr::{Access, UserMemory};
+pub(crate) use qp::{
+    PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, RecvWrs, SendWrs, Sge,
+};
+pub(crate) use res::DriverAttrs;
 pub(crate) use verbs::Verbs;
+
+use kernel::error::Error;
+
+/// `EOPNOTSUPP`, which the kernel crate of 6.12 does not name.
+pub(crate) fn eopnotsupp() -> Error {
+    Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))
+}

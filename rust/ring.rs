@@ -90,13 +90,8 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
     }
 
     /// How many completions are queued.
-    pub fn len(&self) -> usize {
+    pub fn queued(&self) -> usize {
         self.len
-    }
-
-    /// Whether no completion is queued.
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// The current arming.
@@ -194,18 +189,17 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
         self.in_flight == 0
     }
 
-    /// Moves up to `out.len()` of the oldest completions into `out`, in
-    /// order, and returns how many. Once an overrun ring is drained it
-    /// answers [`Overrun`].
-    pub fn poll(&mut self, out: &mut [T]) -> Result<usize, Overrun> {
-        let n = out.len().min(self.len);
-        if n == 0 && self.overrun && !out.is_empty() {
+    /// Hands up to `max` of the oldest completions to `take`, in order,
+    /// removing them, and returns how many. Once an overrun ring is drained
+    /// it answers [`Overrun`] (when asked for at least one).
+    pub fn poll_each(&mut self, max: usize, mut take: impl FnMut(&T)) -> Result<usize, Overrun> {
+        let n = max.min(self.len);
+        if n == 0 && self.overrun && max > 0 {
             return Err(Overrun);
         }
-        // At most two contiguous runs: up to the end of storage, then from 0.
-        let first = n.min(self.slots.len() - self.head);
-        out[..first].copy_from_slice(&self.slots[self.head..self.head + first]);
-        out[first..n].copy_from_slice(&self.slots[..n - first]);
+        for i in 0..n {
+            take(&self.slots[self.slot(i)]);
+        }
         self.head = if n == self.len { 0 } else { self.slot(n) };
         self.len -= n;
         Ok(n)

@@ -5,10 +5,17 @@
 
 use kernel::prelude::*;
 
+mod cq;
 mod device;
 mod ib;
 mod limits;
+mod mr;
+mod net;
 mod params;
+mod qp;
+// Also the host crate tools/ring-test, where its items must be public.
+#[allow(unreachable_pub)]
+mod ring;
 
 module! {
     type: RsoftModule,

@@ -37,7 +37,8 @@ fi
 say "configuring $flavour kernel in $kdir"
 rm -rf "$kdir"
 mkdir -p "$kdir"
-kmake() { make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" "$@"; }
+# stdout is the build directory's path alone: make's chatter goes to stderr.
+kmake() { make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" "$@" >&2; }
 kmake -s rustavailable
 kmake -s tinyconfig
 cat "${frags[@]}" > "$kdir/rsoft.config"
@@ -66,7 +67,8 @@ done < "$kdir/rsoft.config"
 
 say "building $flavour kernel (about 15-25 min on 2 cores; log: $kdir/build.log)"
 start=$SECONDS
-if ! kmake -j"$(nproc)" bzImage modules > "$kdir/build.log" 2>&1; then
+if ! make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" -j"$(nproc)" bzImage modules \
+	> "$kdir/build.log" 2>&1; then
 	tail -40 "$kdir/build.log" >&2
 	die "kernel build failed"
 fi

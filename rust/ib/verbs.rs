@@ -6,7 +6,11 @@
 use super::{
     attr::{DeviceAttr, Gid, PortAttr},
     bindings,
+    cq::{CqArm, CqAttr, WcSink},
+    mr::{Access, UserMemory},
     object::CoreObject,
+    qp::{PdId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
+    res::DriverAttrs,
 };
 use core::{fmt::Write, marker::PhantomData, mem::MaybeUninit};
 use kernel::{error::from_result, ffi, prelude::*};
@@ -23,6 +27,12 @@ pub(crate) trait Verbs: Sized + 'static {
     type Ucontext: Send + Sync;
     /// Protection domain, stored behind `ib_pd`.
     type Pd: Send + Sync;
+    /// Completion queue, stored behind `ib_cq`.
+    type Cq: Send + Sync;
+    /// Queue pair, stored behind `ib_qp`.
+    type Qp: Send + Sync;
+    /// Memory region, stored behind `ib_mr`.
+    type Mr: Send + Sync;
 
     /// Device attributes; read once by the core at registration.
     fn device_attr(dev: &Self::Device) -> DeviceAttr;
@@ -38,6 +48,46 @@ pub(crate) trait Verbs: Sized + 'static {
     fn new_pd(dev: &Self::Device) -> Result<impl PinInit<Self::Pd, Error>>;
     /// Called just before `pd` is dropped.
     fn release_pd(dev: &Self::Device, pd: Pin<&Self::Pd>);
+
+    /// A new CQ; returns its real capacity (at least `attr.cqe`).
+    fn new_cq(dev: &Self::Device, attr: &CqAttr) -> Result<(u32, impl PinInit<Self::Cq, Error>)>;
+    /// Quiesces `cq` before it is dropped: no event may be in flight after.
+    fn destroy_cq(dev: &Self::Device, cq: Pin<&Self::Cq>);
+    /// Moves up to `out.room()` completions into `out`, oldest first.
+    fn poll_cq(cq: &Self::Cq, out: &mut WcSink<'_>) -> Result;
+    /// Arms `cq` for one event; returns whether completions are waiting.
+    fn req_notify_cq(cq: &Self::Cq, arm: CqArm) -> bool;
+    /// Resizes `cq` keeping its completions; returns the real capacity.
+    fn resize_cq(dev: &Self::Device, cq: &Self::Cq, cqe: u32) -> Result<u32>;
+    /// Driver attributes of `cq` for `rdma res show cq -d`.
+    fn fill_res_cq(cq: &Self::Cq, attrs: &mut DriverAttrs<'_>) -> Result;
+
+    /// A new QP; returns its number. May raise `attr.cap` (reported back).
+    fn new_qp(
+        dev: &Self::Device,
+        attr: &mut QpInitAttr<Self>,
+    ) -> Result<(u32, impl PinInit<Self::Qp, Error>)>;
+    /// Undoes [`Verbs::new_qp`] when the core could not take the QP.
+    fn forget_qp(dev: &Self::Device, qpn: u32);
+    fn modify_qp(dev: &Self::Device, qp: &Self::Qp, attr: &QpModify) -> Result;
+    fn query_qp(dev: &Self::Device, qp: &Self::Qp) -> Result<QpQuery>;
+    /// Removes `qp` from the device, including its completions in every CQ.
+    fn destroy_qp(dev: &Self::Device, qp: Pin<&Self::Qp>);
+    fn post_send(dev: &Self::Device, qp: &Self::Qp, wrs: &mut SendWrs<'_>) -> Result;
+    fn post_recv(dev: &Self::Device, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
+
+    /// A new MR over pinned user memory; returns its key (lkey = rkey).
+    fn reg_user_mr(
+        dev: &Self::Device,
+        pd: PdId,
+        mem: UserMemory,
+        iova: u64,
+        access: Access,
+    ) -> Result<(u32, impl PinInit<Self::Mr, Error>)>;
+    /// Undoes [`Verbs::reg_user_mr`] when the MR could not be set up.
+    fn forget_mr(dev: &Self::Device, key: u32);
+    /// Removes `mr` from the device before it is dropped.
+    fn dereg_mr(dev: &Self::Device, mr: Pin<&Self::Mr>);
 }
 
 /// Routes the core's C calls to the [`Verbs`] of `T`.
@@ -66,8 +116,24 @@ impl<T: Verbs> Adapter<T> {
         dealloc_ucontext: Some(Self::dealloc_ucontext),
         alloc_pd: Some(Self::alloc_pd),
         dealloc_pd: Some(Self::dealloc_pd),
+        create_cq: Some(Self::create_cq),
+        destroy_cq: Some(Self::destroy_cq),
+        poll_cq: Some(Self::poll_cq),
+        req_notify_cq: Some(Self::req_notify_cq),
+        resize_cq: Some(Self::resize_cq),
+        fill_res_cq_entry: Some(Self::fill_res_cq_entry),
+        create_qp: Some(Self::create_qp),
+        modify_qp: Some(Self::modify_qp),
+        query_qp: Some(Self::query_qp),
+        destroy_qp: Some(Self::destroy_qp),
+        post_send: Some(Self::post_send),
+        post_recv: Some(Self::post_recv),
+        reg_user_mr: Some(Self::reg_user_mr),
+        dereg_mr: Some(Self::dereg_mr),
         size_ib_ucontext: UcontextObject::<T>::SIZE,
         size_ib_pd: PdObject::<T>::SIZE,
+        size_ib_cq: Self::CQ_SIZE,
+        size_ib_qp: Self::QP_SIZE,
         // SAFETY: all-zero is a valid `ib_device_ops`: no op, no size.
         ..unsafe { MaybeUninit::zeroed().assume_init() }
     };
@@ -75,7 +141,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// `ib` is a device registered (or being registered) by [`super::Registration`].
-    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a T::Device {
+    pub(super) unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a T::Device {
         // SAFETY: the registration initialised the device data before
         // registering and drops it only after unregistering, so it is live
         // during any callback of the core.

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues: creation attributes, work completions as the driver
+//! produces them, and the handle through which it raises CQ events.
+
+use super::{bindings, eopnotsupp, object::CoreObject, qp::QpId, verbs::Adapter, Verbs};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{error::from_result, ffi, prelude::*};
+
+/// What a consumer asked for in `create_cq`.
+pub(crate) struct CqAttr {
+    /// Minimum number of entries.
+    pub(crate) cqe: u32,
+    pub(crate) comp_vector: u32,
+    /// `IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN`: a full CQ overwrites instead of
+    /// failing.
+    pub(crate) ignore_overrun: bool,
+}
+
+/// How a CQ is armed (`enum ib_cq_notify_flags`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CqArm {
+    Solicited,
+    NextCompletion,
+}
+
+/// Completion status (`enum ib_wc_status`), the ones rsoft produces.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum WcStatus {
+    Success,
+    LocalLength,
+    LocalProtection,
+    WrFlush,
+    RemoteInvalidRequest,
+    RemoteOperation,
+    RetryExceeded,
+    RnrRetryExceeded,
+}
+
+impl WcStatus {
+    fn to_c(self) -> bindings::ib_wc_status {
+        match self {
+            Self::Success => bindings::ib_wc_status_IB_WC_SUCCESS,
+            Self::LocalLength => bindings::ib_wc_status_IB_WC_LOC_LEN_ERR,
+            Self::LocalProtection => bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
+            Self::WrFlush => bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
+            Self::RemoteInvalidRequest => bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+            Self::RemoteOperation => bindings::ib_wc_status_IB_WC_REM_OP_ERR,
+            Self::RetryExceeded => bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
+            Self::RnrRetryExceeded => bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+        }
+    }
+}
+
+/// The operation a completion reports (`enum ib_wc_opcode`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum WcOpcode {
+    Send,
+    Recv,
+}
+
+/// One work completion.
+///
+/// For an error completion only `wr_id`, `status`, `qp` and `vendor_err`
+/// mean anything (the rest is what the producer had, not a promise).
+#[derive(Clone, Copy)]
+pub(crate) struct Wc {
+    pub(crate) wr_id: u64,
+    pub(crate) qp: QpId,
+    pub(crate) status: WcStatus,
+    pub(crate) opcode: WcOpcode,
+    pub(crate) vendor_err: u32,
+    pub(crate) byte_len: u32,
+    /// Immediate data as sent (network byte order).
+    pub(crate) imm: Option<u32>,
+    pub(crate) src_qp: u32,
+    pub(crate) slid: u16,
+}
+
+impl Wc {
+    /// A placeholder for storage that holds no completion.
+    pub(crate) const EMPTY: Self = Self {
+        wr_id: 0,
+        qp: QpId::NONE,
+        status: WcStatus::Success,
+        opcode: WcOpcode::Send,
+        vendor_err: 0,
+        byte_len: 0,
+        imm: None,
+        src_qp: 0,
+        slid: 0,
+    };
+}
+
+/// The consumer's array of `ib_wc` that `poll_cq` fills.
+///
+/// # Invariants
+///
+/// `wc` points to at least `room + filled` writable `ib_wc`s.
+pub(crate) struct WcSink<'a> {
+    wc: *mut bindings::ib_wc,
+    room: usize,
+    filled: usize,
+    _array: PhantomData<&'a mut [bindings::ib_wc]>,
+}
+
+impl WcSink<'_> {
+    /// How many more completions fit.
+    pub(crate) fn room(&self) -> usize {
+        self.room
+    }
+
+    /// Writes the next completion; ignored when there is no room.
+    ///
+    /// `wc.qp` must name a QP that is still alive: the driver removes a
+    /// QP's completions before `destroy_qp` returns.
+    pub(crate) fn push(&mut self, wc: &Wc) {
+        if self.room == 0 {
+            return;
+        }
+        // SAFETY: by the invariant slot `filled` is writable.
+        let c = unsafe { &mut *self.wc.add(self.filled) };
+        c.__bindgen_anon_1.wr_id = wc.wr_id;
+        c.status = wc.status.to_c();
+        c.opcode = match wc.opcode {
+            WcOpcode::Send => bindings::ib_wc_opcode_IB_WC_SEND,
+            WcOpcode::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
+        };
+        c.vendor_err = wc.vendor_err;
+        c.byte_len = wc.byte_len;
+        c.qp = wc.qp.as_ptr();
+        c.ex.imm_data = wc.imm.unwrap_or(0);
+        c.src_qp = wc.src_qp;
+        c.slid = wc.slid.into();
+        // Only GRH and WITH_IMM mean the same to the kernel and libibverbs.
+        c.wc_flags = if wc.imm.is_some() {
+            bindings::ib_wc_flags_IB_WC_WITH_IMM as i32
+        } else {
+            0
+        };
+        c.pkey_index = 0;
+        c.sl = 0;
+        c.dlid_path_bits = 0;
+        // uverbs indexes the port array with it; 1 is rsoft's only port.
+        c.port_num = 1;
+        self.room -= 1;
+        self.filled += 1;
+    }
+}
+
+/// A CQ the core created on a device whose verbs are `T`'s.
+///
+/// # Invariants
+///
+/// `cq` is a live CQ of such a device with initialised driver data. Holders
+/// (QPs) keep it live: the core refuses to destroy a CQ that QPs use.
+pub(crate) struct CqRef<T: Verbs> {
+    cq: NonNull<bindings::ib_cq>,
+    _verbs: PhantomData<T>,
+}
+
+impl<T: Verbs> Clone for CqRef<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T: Verbs> Copy for CqRef<T> {}
+
+// SAFETY: the handle is a pointer to an object shared by design; the driver
+// data it reaches is `Sync`.
+unsafe impl<T: Verbs> Send for CqRef<T> {}
+// SAFETY: as for `Send`.
+unsafe impl<T: Verbs> Sync for CqRef<T> {}
+
+impl<T: Verbs> CqRef<T> {
+    /// # Safety
+    ///
+    /// `cq` is a live CQ of a `T` device whose data is initialised, and
+    /// stays so while the handle is used.
+    pub(super) unsafe fn from_raw(cq: *mut bindings::ib_cq) -> Option<Self> {
+        // INVARIANT: per the function's contract.
+        NonNull::new(cq).map(|cq| Self {
+            cq,
+            _verbs: PhantomData,
+        })
+    }
+
+    /// The driver's data of this CQ.
+    pub(crate) fn data(&self) -> Pin<&T::Cq> {
+        // SAFETY: by the type invariant the CQ and its data are live.
+        unsafe { CoreObject::<bindings::ib_cq, T::Cq>::data(self.cq.as_ptr()) }
+    }
+
+    /// Whether two handles name the same CQ.
+    pub(crate) fn same(&self, other: &Self) -> bool {
+        self.cq == other.cq
+    }
+
+    /// Calls the consumer's completion handler. Never with a CQ lock held.
+    pub(crate) fn completion_event(&self) {
+        let cq = self.cq.as_ptr();
+        // SAFETY: the CQ is live; the core set `comp_handler` and
+        // `cq_context` before `create_cq` and never changes them.
+        unsafe {
+            if let Some(handler) = (*cq).comp_handler {
+                handler(cq, (*cq).cq_context);
+            }
+        }
+    }
+
+    /// Raises `IB_EVENT_CQ_ERR`. Never with a CQ lock held.
+    pub(crate) fn error_event(&self) {
+        let cq = self.cq.as_ptr();
+        // SAFETY: the CQ is live; `event_handler` and `cq_context` were set
+        // by the core before `create_cq`; the event lives across the call.
+        unsafe {
+            if let Some(handler) = (*cq).event_handler {
+                let mut event = bindings::ib_event {
+                    device: (*cq).device,
+                    element: bindings::ib_event__bindgen_ty_1 { cq },
+                    event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
+                };
+                handler(&mut event, (*cq).cq_context);
+            }
+        }
+    }
+}
+
+type CqObject<T> = CoreObject<bindings::ib_cq, <T as Verbs>::Cq>;
+
+/// `create_cq` flags rsoft knows; TIMESTAMP_COMPLETION is not supported.
+const IGNORE_OVERRUN: u32 =
+    bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
+
+impl<T: Verbs> Adapter<T> {
+    pub(super) const CQ_SIZE: usize = CqObject::<T>::SIZE;
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.create_cq`.
+    pub(super) unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core passes a valid attr and a CQ allocated with
+            // `size_ib_cq` bytes whose `device` is ours.
+            unsafe {
+                let attr = &*attr;
+                if attr.flags & !IGNORE_OVERRUN != 0 {
+                    return Err(eopnotsupp());
+                }
+                let attr = CqAttr {
+                    cqe: attr.cqe,
+                    comp_vector: attr.comp_vector,
+                    ignore_overrun: attr.flags & IGNORE_OVERRUN != 0,
+                };
+                let dev = Self::device((*cq).device);
+                let (capacity, init) = T::new_cq(dev, &attr)?;
+                (*cq).cqe = capacity.try_into()?;
+                CqObject::<T>::init(cq, init)?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.destroy_cq`.
+    pub(super) unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        // SAFETY: `cq` was initialised by `create_cq`; no QP uses it (the
+        // core checked); after `T::destroy_cq` no event is in flight, and
+        // the core frees the memory after this returns.
+        unsafe {
+            T::destroy_cq(Self::device((*cq).device), CqObject::<T>::data(cq));
+            CqObject::<T>::drop_data(cq);
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.poll_cq`.
+    pub(super) unsafe extern "C" fn poll_cq(
+        cq: *mut bindings::ib_cq,
+        num_entries: ffi::c_int,
+        wc: *mut bindings::ib_wc,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // INVARIANT: the core passes `num_entries` writable `ib_wc`s.
+            let mut sink = WcSink {
+                wc,
+                room: num_entries.try_into().unwrap_or(0),
+                filled: 0,
+                _array: PhantomData,
+            };
+            // SAFETY: `cq` is a live CQ of ours.
+            let data = unsafe { CqObject::<T>::data(cq) };
+            T::poll_cq(data.get_ref(), &mut sink)?;
+            Ok(sink.filled.try_into()?)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.req_notify_cq`.
+    pub(super) unsafe extern "C" fn req_notify_cq(
+        cq: *mut bindings::ib_cq,
+        flags: bindings::ib_cq_notify_flags,
+    ) -> ffi::c_int {
+        let arm = if flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
+        {
+            CqArm::Solicited
+        } else {
+            CqArm::NextCompletion
+        };
+        // SAFETY: `cq` is a live CQ of ours.
+        let data = unsafe { CqObject::<T>::data(cq) };
+        let waiting = T::req_notify_cq(data.get_ref(), arm);
+        let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
+        (report && waiting).into()
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.resize_cq`.
+    pub(super) unsafe extern "C" fn resize_cq(
+        cq: *mut bindings::ib_cq,
+        cqe: ffi::c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: `cq` is a live CQ of ours; the core serialises resize
+            // with other calls that change `cqe`.
+            unsafe {
+                let dev = Self::device((*cq).device);
+                let data = CqObject::<T>::data(cq);
+                let capacity = T::resize_cq(dev, data.get_ref(), cqe.try_into()?)?;
+                (*cq).cqe = capacity.try_into()?;
+            }
+            Ok(0)
+        })
+    }
+}

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory regions: user memory pinned with `ib_umem`, access rights, and
+//! copying between registered pages.
+
+use super::{bindings, eopnotsupp, object::CoreObject, qp::PdId, verbs::Adapter, Verbs};
+use core::{mem::MaybeUninit, ptr::NonNull};
+use kernel::{
+    error::from_err_ptr,
+    page::{PAGE_SHIFT, PAGE_SIZE},
+    prelude::*,
+};
+
+/// Access rights of a memory region (`enum ib_access_flags`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Access(u32);
+
+impl Access {
+    /// Every MR may be read by local work requests.
+    pub(crate) const LOCAL_READ: Self = Self(0);
+    pub(crate) const LOCAL_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
+    pub(crate) const REMOTE_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
+    pub(crate) const REMOTE_READ: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
+    pub(crate) const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
+
+    /// Rights rsoft implements; `HUGETLB` is only a hint.
+    const SUPPORTED: u32 = Self::LOCAL_WRITE.0
+        | Self::REMOTE_WRITE.0
+        | Self::REMOTE_READ.0
+        | Self::REMOTE_ATOMIC.0
+        | bindings::ib_access_flags_IB_ACCESS_HUGETLB;
+
+    /// Reads the flags of a request: optional bits (such as
+    /// RELAXED_ORDERING) are dropped, unsupported mandatory ones refused.
+    pub(crate) fn from_request(flags: u32) -> Result<Self> {
+        let flags = flags & !bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+        if flags & !Self::SUPPORTED != 0 {
+            return Err(eopnotsupp());
+        }
+        Ok(Self(flags & !bindings::ib_access_flags_IB_ACCESS_HUGETLB))
+    }
+
+    /// Whether all of `other`'s rights are granted.
+    pub(crate) fn contains(self, other: Self) -> bool {
+        self.0 & other.0 == other.0
+    }
+}
+
+/// A page of pinned user memory.
+#[derive(Clone, Copy)]
+struct PagePtr(*mut bindings::page);
+
+// SAFETY: a pinned page may be accessed from any thread.
+unsafe impl Send for PagePtr {}
+// SAFETY: as for `Send`; writers are serialised by the driver.
+unsafe impl Sync for PagePtr {}
+
+/// User memory pinned for the lifetime of a memory region.
+///
+/// # Invariants
+///
+/// `umem` is a pinned `ib_umem` covering `len` bytes that start `offset`
+/// bytes into `pages[0]`; `pages` are its pages in order.
+pub(crate) struct UserMemory {
+    umem: NonNull<bindings::ib_umem>,
+    pages: KVVec<PagePtr>,
+    offset: usize,
+    len: u64,
+}
+
+// SAFETY: the umem is only released by `drop`, from whichever thread.
+unsafe impl Send for UserMemory {}
+// SAFETY: shared access only reads the page list.
+unsafe impl Sync for UserMemory {}
+
+impl UserMemory {
+    /// Pins `[start, start + len)` of the calling process.
+    ///
+    /// # Safety
+    ///
+    /// `dev` is a registered device.
+    unsafe fn pin(
+        dev: *mut bindings::ib_device,
+        start: u64,
+        len: u64,
+        access: Access,
+    ) -> Result<Self> {
+        let offset = (start as usize) & (PAGE_SIZE - 1);
+        let npages = (offset as u64)
+            .checked_add(len)
+            .and_then(|end| end.checked_add(PAGE_SIZE as u64 - 1))
+            .ok_or(EINVAL)?
+            >> PAGE_SHIFT;
+        let npages = usize::try_from(npages)?;
+        let mut pages = KVVec::from_elem(PagePtr(core::ptr::null_mut()), npages, GFP_KERNEL)?;
+        // SAFETY: per the contract; `ib_umem_get` checks the range.
+        let umem = from_err_ptr(unsafe {
+            bindings::ib_umem_get(dev, start as _, len as usize, access.0 as i32)
+        })?;
+        // SAFETY: `umem` is valid; `pages` has room for `npages` entries.
+        let got = unsafe { bindings::rsoft_umem_pages(umem, pages.as_mut_ptr().cast(), npages) };
+        let umem = NonNull::new(umem).ok_or(ENOMEM)?;
+        // INVARIANT: the umem covers exactly these pages.
+        let mem = Self {
+            umem,
+            pages,
+            offset,
+            len,
+        };
+        if got != npages {
+            return Err(EFAULT);
+        }
+        Ok(mem)
+    }
+
+    /// Length in bytes.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Copies `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
+    /// Out-of-range requests copy nothing and fail.
+    pub(crate) fn copy(dst: &Self, dst_off: u64, src: &Self, src_off: u64, len: u64) -> Result {
+        let fits = |m: &Self, off: u64| off.checked_add(len).is_some_and(|end| end <= m.len);
+        if !fits(dst, dst_off) || !fits(src, src_off) {
+            return Err(EINVAL);
+        }
+        let (mut d, mut s, mut left) = (
+            dst.offset + dst_off as usize,
+            src.offset + src_off as usize,
+            len as usize,
+        );
+        while left > 0 {
+            let (dp, dpo) = (d >> PAGE_SHIFT, d & (PAGE_SIZE - 1));
+            let (sp, spo) = (s >> PAGE_SHIFT, s & (PAGE_SIZE - 1));
+            let chunk = left.min(PAGE_SIZE - dpo).min(PAGE_SIZE - spo);
+            // SAFETY: the range checks above keep both page indexes within
+            // the pinned pages (invariant) and the offsets within a page.
+            unsafe { bindings::rsoft_copy_page(dst.pages[dp].0, dpo, src.pages[sp].0, spo, chunk) };
+            d += chunk;
+            s += chunk;
+            left -= chunk;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for UserMemory {
+    fn drop(&mut self) {
+        // SAFETY: by the invariant `umem` is pinned and released only here.
+        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
+    }
+}
+
+/// A memory region as registered: the core's `ib_mr`, then the driver's.
+type MrObject<T> = CoreObject<bindings::ib_mr, <T as Verbs>::Mr>;
+
+impl<T: Verbs> Adapter<T> {
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.reg_user_mr`.
+    pub(super) unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: kernel::ffi::c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: the core passes a live PD of ours.
+        let ret = unsafe { Self::reg_user_mr_inner(pd, start, length, iova, access) };
+        match ret {
+            Ok(mr) => mr,
+            Err(e) => e.to_ptr(),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `pd` is a live PD of a `T` device.
+    unsafe fn reg_user_mr_inner(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: kernel::ffi::c_int,
+    ) -> Result<*mut bindings::ib_mr> {
+        let access = Access::from_request(access as u32)?;
+        // SAFETY: per the function's contract.
+        let ib = unsafe { (*pd).device };
+        // SAFETY: the device is registered (it has a PD).
+        let mem = unsafe { UserMemory::pin(ib, start, length, access)? };
+        // SAFETY: as above.
+        let dev = unsafe { Self::device(ib) };
+        let (key, data) = T::reg_user_mr(dev, PdId::new(pd), mem, iova, access)?;
+        // The core expects a zeroed `ib_mr` apart from what the driver sets.
+        let obj = KBox::<MrObject<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+        let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
+        // SAFETY: `raw` is a fresh zeroed allocation of `MrObject` size.
+        if let Err(e) = unsafe { MrObject::<T>::init(raw, data) } {
+            // SAFETY: allocated above as `MaybeUninit`; nothing initialised.
+            drop(unsafe { KBox::from_raw(raw.cast::<MaybeUninit<MrObject<T>>>()) });
+            T::forget_mr(dev, key);
+            return Err(e);
+        }
+        // SAFETY: `raw` is ours until returned to the core.
+        unsafe {
+            (*raw).lkey = key;
+            (*raw).rkey = key;
+            (*raw).iova = iova;
+            (*raw).length = length;
+            (*raw).page_size = PAGE_SIZE as u32;
+        }
+        Ok(raw)
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.dereg_mr`.
+    pub(super) unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: `mr` came from `reg_user_mr`; after `T::dereg_mr` nothing
+        // refers to the driver data, and the allocation is ours to free.
+        unsafe {
+            let dev = Self::device((*mr).device);
+            T::dereg_mr(dev, MrObject::<T>::data(mr));
+            MrObject::<T>::drop_data(mr);
+            drop(KBox::from_raw(mr.cast::<MaybeUninit<MrObject<T>>>()));
+        }
+        0
+    }
+}

@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation and modify attributes, and safe views of the work
+//! request lists that `post_send` and `post_recv` receive.
+
+use super::{bindings, cq::CqRef, eopnotsupp, object::CoreObject, verbs::Adapter, Verbs};
+use core::{marker::PhantomData, ptr};
+use kernel::{error::from_result, ffi, prelude::*};
+
+/// Names a QP in a work completion (`ib_wc.qp`).
+///
+/// Only an identity: the driver never dereferences it; it must remove every
+/// completion naming a QP before that QP's `destroy_qp` returns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct QpId(*mut bindings::ib_qp);
+
+// SAFETY: an identity that is never dereferenced outside the `ib` layer.
+unsafe impl Send for QpId {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for QpId {}
+
+impl QpId {
+    pub(crate) const NONE: Self = Self(ptr::null_mut());
+
+    pub(super) fn as_ptr(self) -> *mut bindings::ib_qp {
+        self.0
+    }
+}
+
+/// Names a protection domain; objects may be used together only within one.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct PdId(usize);
+
+impl PdId {
+    pub(super) fn new(pd: *const bindings::ib_pd) -> Self {
+        Self(pd as usize)
+    }
+}
+
+/// QP state (`enum ib_qp_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum QpState {
+    Reset,
+    Init,
+    Rtr,
+    Rts,
+    Sqd,
+    Sqe,
+    Error,
+}
+
+impl QpState {
+    fn from_c(s: bindings::ib_qp_state) -> Result<Self> {
+        Ok(match s {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Error,
+            _ => return Err(EINVAL),
+        })
+    }
+
+    fn to_c(self) -> bindings::ib_qp_state {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Error => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// Work queue sizes (`struct ib_qp_cap`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpCap {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+}
+
+impl QpCap {
+    fn from_c(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+        }
+    }
+
+    fn write_to(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        // The stock ABI-1 provider has no inline path.
+        c.max_inline_data = 0;
+    }
+}
+
+/// What a consumer asked for in `create_qp`.
+pub(crate) struct QpInitAttr<T: Verbs> {
+    pub(crate) id: QpId,
+    pub(crate) pd: PdId,
+    /// Requested sizes; the driver may round them up.
+    pub(crate) cap: QpCap,
+    /// Every send WR completes with a CQE (`IB_SIGNAL_ALL_WR`).
+    pub(crate) sq_sig_all: bool,
+    pub(crate) send_cq: CqRef<T>,
+    pub(crate) recv_cq: CqRef<T>,
+}
+
+/// The attributes a `modify_qp` call sets; `None` where its mask is clear.
+#[derive(Default)]
+pub(crate) struct QpModify {
+    pub(crate) state: Option<QpState>,
+    pub(crate) access_flags: Option<u32>,
+    pub(crate) path_mtu: Option<u32>,
+    pub(crate) dest_lid: Option<u16>,
+    pub(crate) dest_qpn: Option<u32>,
+    pub(crate) rq_psn: Option<u32>,
+    pub(crate) sq_psn: Option<u32>,
+    pub(crate) timeout: Option<u8>,
+    pub(crate) retry_cnt: Option<u8>,
+    pub(crate) rnr_retry: Option<u8>,
+    pub(crate) min_rnr_timer: Option<u8>,
+    pub(crate) max_rd_atomic: Option<u8>,
+    pub(crate) max_dest_rd_atomic: Option<u8>,
+    mask: u32,
+    qp_type: bindings::ib_qp_type,
+}
+
+impl QpModify {
+    /// Whether the core's transition table allows this modify from `current`
+    /// (required and allowed attributes for each state change).
+    pub(crate) fn valid_from(&self, current: QpState) -> bool {
+        let next = self.state.unwrap_or(current);
+        // SAFETY: a pure function of its arguments.
+        unsafe {
+            bindings::ib_modify_qp_is_ok(current.to_c(), next.to_c(), self.qp_type, self.mask)
+        }
+    }
+}
+
+/// What `query_qp` reports.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct QpQuery {
+    pub(crate) state: Option<QpState>,
+    pub(crate) cap: QpCap,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) access_flags: u32,
+    pub(crate) path_mtu: u32,
+    pub(crate) dest_lid: u16,
+    pub(crate) dest_qpn: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+}
+
+/// One scatter/gather element (`struct ib_sge`).
+#[repr(transparent)]
+pub(crate) struct Sge(bindings::ib_sge);
+
+impl Sge {
+    pub(crate) fn addr(&self) -> u64 {
+        self.0.addr
+    }
+    pub(crate) fn length(&self) -> u32 {
+        self.0.length
+    }
+    pub(crate) fn lkey(&self) -> u32 {
+        self.0.lkey
+    }
+}
+
+/// Builds the SGE slice of a work request.
+///
+/// # Safety
+///
+/// `list` points to `num` valid `ib_sge`s (or `num <= 0`), live for `'a`.
+unsafe fn sges<'a>(list: *const bindings::ib_sge, num: ffi::c_int) -> Result<&'a [Sge]> {
+    let num = usize::try_from(num).map_err(|_| EINVAL)?;
+    if num == 0 || list.is_null() {
+        return Ok(&[]);
+    }
+    // SAFETY: per the contract; `Sge` is `repr(transparent)` over `ib_sge`.
+    Ok(unsafe { core::slice::from_raw_parts(list.cast::<Sge>(), num) })
+}
+
+/// One send work request.
+pub(crate) struct SendWr<'a> {
+    pub(crate) wr_id: u64,
+    pub(crate) signaled: bool,
+    pub(crate) solicited: bool,
+    /// Immediate data, network byte order.
+    pub(crate) imm: Option<u32>,
+    pub(crate) sges: &'a [Sge],
+}
+
+/// One receive work request.
+pub(crate) struct RecvWr<'a> {
+    pub(crate) wr_id: u64,
+    pub(crate) sges: &'a [Sge],
+}
+
+/// A list of work requests as the core hands it over; remembers the last
+/// one yielded, which is what `bad_wr` reports when posting stops.
+pub(crate) struct WrList<'a, W> {
+    next: *const W,
+    current: *const W,
+    _list: PhantomData<&'a W>,
+}
+
+impl<W> WrList<'_, W> {
+    fn new(head: *const W) -> Self {
+        Self {
+            next: head,
+            current: ptr::null(),
+            _list: PhantomData,
+        }
+    }
+}
+
+impl<W> WrList<'_, W> {
+    /// Turns the outcome of posting into the errno, pointing `bad_wr` at
+    /// the WR that failed.
+    ///
+    /// # Safety
+    ///
+    /// `bad_wr` is NULL or writable.
+    unsafe fn finish(&self, ret: Result, bad_wr: *mut *const W) -> ffi::c_int {
+        match ret {
+            Ok(()) => 0,
+            Err(e) => {
+                if !bad_wr.is_null() {
+                    // SAFETY: per the function's contract.
+                    unsafe { *bad_wr = self.current };
+                }
+                e.to_errno()
+            }
+        }
+    }
+}
+
+impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
+    type Item = Result<SendWr<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: the core passes a NULL-terminated list of valid WRs that
+        // lives across the post call.
+        let wr = unsafe { self.next.as_ref()? };
+        self.current = self.next;
+        self.next = wr.next;
+        let flags = wr.send_flags;
+        let with_imm = match wr.opcode {
+            bindings::ib_wr_opcode_IB_WR_SEND => false,
+            bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => true,
+            _ => return Some(Err(EINVAL)),
+        };
+        if flags & bindings::ib_send_flags_IB_SEND_INLINE != 0 {
+            // max_inline_data is 0: the SGEs would name no registered memory.
+            return Some(Err(EINVAL));
+        }
+        // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
+        let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        // SAFETY: a plain integer union; meaningful for *_WITH_IMM only.
+        let imm = unsafe { wr.ex.imm_data };
+        Some(Ok(SendWr {
+            // SAFETY: for user and wr_id-based kernel WRs this is the id;
+            // for `wr_cqe` users it is the pointer, returned as it came.
+            wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
+            signaled: flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0,
+            solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
+            imm: with_imm.then_some(imm),
+            sges,
+        }))
+    }
+}
+
+impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
+    type Item = Result<RecvWr<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        // SAFETY: as for send WRs.
+        let wr = unsafe { self.next.as_ref()? };
+        self.current = self.next;
+        self.next = wr.next;
+        // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
+        let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(Ok(RecvWr {
+            // SAFETY: as for send WRs.
+            wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
+            sges,
+        }))
+    }
+}
+
+/// A send work request list.
+pub(crate) type SendWrs<'a> = WrList<'a, bindings::ib_send_wr>;
+/// A receive work request list.
+pub(crate) type RecvWrs<'a> = WrList<'a, bindings::ib_recv_wr>;
+
+type QpObject<T> = CoreObject<bindings::ib_qp, <T as Verbs>::Qp>;
+
+/// Reads the attributes `mask` selects out of `attr`.
+fn parse_modify(
+    attr: &bindings::ib_qp_attr,
+    mask: u32,
+    qp_type: bindings::ib_qp_type,
+) -> Result<QpModify> {
+    let has = |bit: u32| mask & bit != 0;
+    let mut m = QpModify {
+        mask,
+        qp_type,
+        ..Default::default()
+    };
+    if has(bindings::ib_qp_attr_mask_IB_QP_STATE) {
+        m.state = Some(QpState::from_c(attr.qp_state)?);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
+        m.access_flags = Some(attr.qp_access_flags as u32);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
+        m.path_mtu = Some(attr.path_mtu);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_AV) {
+        // SAFETY: IB link layer: the core fills the `ib` member of the AV.
+        m.dest_lid = Some(unsafe { attr.ah_attr.__bindgen_anon_1.ib.dlid });
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN) {
+        m.dest_qpn = Some(attr.dest_qp_num);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN) {
+        m.rq_psn = Some(attr.rq_psn);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN) {
+        m.sq_psn = Some(attr.sq_psn);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
+        m.timeout = Some(attr.timeout);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
+        m.retry_cnt = Some(attr.retry_cnt);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
+        m.rnr_retry = Some(attr.rnr_retry);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
+        m.min_rnr_timer = Some(attr.min_rnr_timer);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
+        m.max_rd_atomic = Some(attr.max_rd_atomic);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
+        m.max_dest_rd_atomic = Some(attr.max_dest_rd_atomic);
+    }
+    Ok(m)
+}
+
+impl<T: Verbs> Adapter<T> {
+    pub(super) const QP_SIZE: usize = QpObject::<T>::SIZE;
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.create_qp`.
+    pub(super) unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core passes a QP allocated with `size_ib_qp` bytes,
+            // its device, PD and CQs set, and a valid `init`.
+            unsafe {
+                let init = &mut *init;
+                // RC only, so far.
+                if init.qp_type != bindings::ib_qp_type_IB_QPT_RC
+                    || !init.srq.is_null()
+                    || init.create_flags != 0
+                {
+                    return Err(eopnotsupp());
+                }
+                let (Some(send_cq), Some(recv_cq)) =
+                    (CqRef::from_raw(init.send_cq), CqRef::from_raw(init.recv_cq))
+                else {
+                    return Err(EINVAL);
+                };
+                let mut attr = QpInitAttr {
+                    id: QpId(qp),
+                    pd: PdId::new((*qp).pd),
+                    cap: QpCap::from_c(&init.cap),
+                    sq_sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+                    send_cq,
+                    recv_cq,
+                };
+                let dev = Self::device((*qp).device);
+                let (qpn, data) = T::new_qp(dev, &mut attr)?;
+                if let Err(e) = QpObject::<T>::init(qp, data) {
+                    T::forget_qp(dev, qpn);
+                    return Err(e);
+                }
+                (*qp).qp_num = qpn;
+                attr.cap.write_to(&mut init.cap);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.modify_qp`.
+    pub(super) unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: ffi::c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: `qp` is a live QP of ours and `attr` is valid.
+            unsafe {
+                let m = parse_modify(&*attr, mask as u32, (*qp).qp_type)?;
+                let dev = Self::device((*qp).device);
+                T::modify_qp(dev, QpObject::<T>::data(qp).get_ref(), &m)?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.query_qp`.
+    pub(super) unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: ffi::c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: `qp` is a live QP of ours; `attr` and `init` are valid
+            // (and zeroed by the core).
+            unsafe {
+                let dev = Self::device((*qp).device);
+                let q = T::query_qp(dev, QpObject::<T>::data(qp).get_ref())?;
+                let (attr, init) = (&mut *attr, &mut *init);
+                let state = q.state.ok_or(EINVAL)?.to_c();
+                attr.qp_state = state;
+                attr.cur_qp_state = state;
+                attr.path_mtu = q.path_mtu;
+                attr.qp_access_flags = q.access_flags as i32;
+                attr.dest_qp_num = q.dest_qpn;
+                attr.rq_psn = q.rq_psn;
+                attr.sq_psn = q.sq_psn;
+                attr.timeout = q.timeout;
+                attr.retry_cnt = q.retry_cnt;
+                attr.rnr_retry = q.rnr_retry;
+                attr.min_rnr_timer = q.min_rnr_timer;
+                attr.max_rd_atomic = q.max_rd_atomic;
+                attr.max_dest_rd_atomic = q.max_dest_rd_atomic;
+                attr.port_num = 1;
+                attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
+                attr.ah_attr.port_num = 1;
+                attr.ah_attr.__bindgen_anon_1.ib.dlid = q.dest_lid;
+                q.cap.write_to(&mut attr.cap);
+                q.cap.write_to(&mut init.cap);
+                init.qp_type = (*qp).qp_type;
+                init.send_cq = (*qp).send_cq;
+                init.recv_cq = (*qp).recv_cq;
+                init.sq_sig_type = if q.sq_sig_all {
+                    bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+                } else {
+                    bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+                };
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.destroy_qp`.
+    pub(super) unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        // SAFETY: `qp` was initialised by `create_qp`; the core frees it
+        // after this returns, so every reference to it goes first.
+        unsafe {
+            let dev = Self::device((*qp).device);
+            T::destroy_qp(dev, QpObject::<T>::data(qp));
+            QpObject::<T>::drop_data(qp);
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.post_send`.
+    pub(super) unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad_wr: *mut *const bindings::ib_send_wr,
+    ) -> ffi::c_int {
+        let mut wrs = SendWrs::new(wr);
+        // SAFETY: `qp` is a live QP of ours.
+        let ret = unsafe {
+            let dev = Self::device((*qp).device);
+            T::post_send(dev, QpObject::<T>::data(qp).get_ref(), &mut wrs)
+        };
+        // SAFETY: the core passes a writable (or NULL) `bad_wr`.
+        unsafe { wrs.finish(ret, bad_wr) }
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.post_recv`.
+    pub(super) unsafe extern "C" fn post_recv(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> ffi::c_int {
+        let mut wrs = RecvWrs::new(wr);
+        // SAFETY: `qp` is a live QP of ours.
+        let ret = unsafe {
+            let dev = Self::device((*qp).device);
+            T::post_recv(dev, QpObject::<T>::data(qp).get_ref(), &mut wrs)
+        };
+        // SAFETY: the core passes a writable (or NULL) `bad_wr`.
+        unsafe { wrs.finish(ret, bad_wr) }
+    }
+}

@@ -1,0 +1,399 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The loopback "wire" of one device: its QP and MR tables, and the
+//! execution of queued work requests between QPs of the device.
+//!
+//! Everything here runs under the device's `net` lock (an IRQ-safe
+//! spinlock). Lock order: `net` -> CQ ring. Work moves one step (one WQE)
+//! per lock acquisition, so that the CQ events a step asks for are
+//! delivered right after, outside every lock.
+
+use crate::{
+    cq::{CqEvent, Outcome, RsoftCq},
+    device::Rsoft,
+    ib::{Access, CqRef, QpState, Wc, WcOpcode, WcStatus},
+    mr::{check_sges, copy_sges, BadSge, MrEntry},
+    qp::{QpEntry, Wqe},
+};
+use kernel::prelude::*;
+
+/// QP numbers start here (0 and 1 are the IB special QPs).
+pub(crate) const QPN_BASE: u32 = 0x100;
+
+/// A table of objects owned by the device, indexed by slot, with a stack
+/// of free slots so that insertion never allocates.
+pub(crate) struct Table<T> {
+    slots: KVVec<Option<KBox<T>>>,
+    /// `free[..nfree]` are the free slots, lowest on top.
+    free: KVVec<u32>,
+    nfree: usize,
+}
+
+impl<T> Table<T> {
+    pub(crate) fn new(size: u32) -> Result<Self> {
+        let mut slots = KVVec::with_capacity(size as usize, GFP_KERNEL)?;
+        let mut free = KVVec::with_capacity(size as usize, GFP_KERNEL)?;
+        for i in 0..size {
+            slots.push(None, GFP_KERNEL)?;
+            free.push(size - 1 - i, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            slots,
+            free,
+            nfree: size as usize,
+        })
+    }
+
+    /// Stores `item` in a free slot, or hands it back when the table is full.
+    pub(crate) fn insert(&mut self, item: KBox<T>) -> Result<u32, KBox<T>> {
+        if self.nfree == 0 {
+            return Err(item);
+        }
+        self.nfree -= 1;
+        let slot = self.free[self.nfree];
+        self.slots[slot as usize] = Some(item);
+        Ok(slot)
+    }
+
+    /// Takes the object out of `slot`; the caller drops it outside the lock.
+    pub(crate) fn remove(&mut self, slot: u32) -> Option<KBox<T>> {
+        let item = self.slots.get_mut(slot as usize)?.take()?;
+        self.free[self.nfree] = slot;
+        self.nfree += 1;
+        Some(item)
+    }
+
+    pub(crate) fn get(&self, slot: u32) -> Option<&T> {
+        self.slots.get(slot as usize)?.as_deref()
+    }
+
+    pub(crate) fn get_mut(&mut self, slot: u32) -> Option<&mut T> {
+        self.slots.get_mut(slot as usize)?.as_deref_mut()
+    }
+}
+
+/// The events one step asks for; a step pushes at most two completions,
+/// and each push asks for at most one event.
+pub(crate) struct Events {
+    list: [Option<CqEvent>; 2],
+}
+
+impl Events {
+    pub(crate) fn new() -> Self {
+        Self { list: [None; 2] }
+    }
+
+    fn add(&mut self, event: Option<CqEvent>) {
+        if let Some(slot) = self.list.iter_mut().find(|e| e.is_none()) {
+            *slot = event;
+        }
+    }
+
+    /// Calls the handlers; only once no driver lock is held.
+    pub(crate) fn deliver(self) {
+        for event in self.list.into_iter().flatten() {
+            event.deliver();
+        }
+    }
+}
+
+/// The device's loopback network.
+pub(crate) struct Net {
+    pub(crate) lid: u16,
+    pub(crate) qps: Table<QpEntry>,
+    pub(crate) mrs: Table<MrEntry>,
+    /// Bumped on each MR registration; the low byte of every key.
+    mr_generation: u8,
+}
+
+/// Splits an MR key into its table slot and generation byte.
+fn key_slot(key: u32) -> u32 {
+    key >> 8
+}
+
+/// What executing the head send WQE of a QP comes to.
+enum Attempt {
+    /// Place `len` bytes in the head receive WQE of the QP in `dest`.
+    Deliver { dest: u32, len: u32 },
+    /// The request fails at the sender only.
+    SenderError(WcStatus),
+    /// The responder rejects it: both sides complete in error.
+    BothError {
+        dest: u32,
+        sender: WcStatus,
+        receiver: WcStatus,
+    },
+    /// Receiver not ready; retry when it posts a receive.
+    Wait,
+}
+
+impl Net {
+    pub(crate) fn new(lid: u16, max_qp: u32, max_mr: u32) -> Result<Self> {
+        Ok(Self {
+            lid,
+            qps: Table::new(max_qp)?,
+            mrs: Table::new(max_mr)?,
+            mr_generation: 0,
+        })
+    }
+
+    pub(crate) fn qp_slot(qpn: u32) -> u32 {
+        qpn.wrapping_sub(QPN_BASE)
+    }
+
+    pub(crate) fn qp(&self, qpn: u32) -> Option<&QpEntry> {
+        self.qps.get(Self::qp_slot(qpn))
+    }
+
+    pub(crate) fn qp_mut(&mut self, qpn: u32) -> Option<&mut QpEntry> {
+        self.qps.get_mut(Self::qp_slot(qpn))
+    }
+
+    /// The MR a key names, if it is still registered.
+    pub(crate) fn mr(&self, key: u32) -> Option<&MrEntry> {
+        self.mrs.get(key_slot(key)).filter(|mr| mr.key == key)
+    }
+
+    /// Registers an MR and returns its key: the slot, and a generation
+    /// byte so that a stale key does not reach a later MR in the same slot.
+    pub(crate) fn insert_mr(&mut self, mr: KBox<MrEntry>) -> Result<u32, KBox<MrEntry>> {
+        let slot = self.mrs.insert(mr)?;
+        self.mr_generation = self.mr_generation.wrapping_add(1);
+        let key = (slot << 8) | u32::from(self.mr_generation);
+        if let Some(mr) = self.mrs.get_mut(slot) {
+            mr.key = key;
+        }
+        Ok(key)
+    }
+
+    /// Removes MR `key`; the caller drops it outside the lock.
+    pub(crate) fn remove_mr(&mut self, key: u32) -> Option<KBox<MrEntry>> {
+        self.mr(key)?;
+        self.mrs.remove(key_slot(key))
+    }
+
+    /// Pushes `wc` to `cq`; an overrun puts QP `qpn` in the error state.
+    fn complete(&mut self, qpn: u32, cq: CqRef<Rsoft>, wc: Wc, solicited: bool, ev: &mut Events) {
+        let event = solicited || wc.status != WcStatus::Success;
+        let Outcome { event, overran } = RsoftCq::push(cq, wc, event);
+        ev.add(event);
+        if overran {
+            if let Some(qp) = self.qp_mut(qpn) {
+                qp.state = QpState::Error;
+            }
+        }
+    }
+
+    /// Moves QP `qpn` one step forward: one send executed or one WQE
+    /// flushed. Returns whether there may be more to do.
+    pub(crate) fn step(&mut self, qpn: u32, ev: &mut Events) -> bool {
+        let Some(qp) = self.qp(qpn) else {
+            return false;
+        };
+        match qp.state {
+            QpState::Error => self.flush_one(qpn, ev),
+            QpState::Rts if !qp.sq.is_empty() => self.send_one(qpn, ev),
+            _ => false,
+        }
+    }
+
+    /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR.
+    fn flush_one(&mut self, qpn: u32, ev: &mut Events) -> bool {
+        let Some(qp) = self.qp_mut(qpn) else {
+            return false;
+        };
+        let flushed = |wqe: Wqe, opcode| Wc {
+            wr_id: wqe.wr_id,
+            qp: qp.id,
+            status: WcStatus::WrFlush,
+            opcode,
+            ..Wc::EMPTY
+        };
+        let (cq, wc) = if let Some(wqe) = qp.sq.pop() {
+            (qp.send_cq, flushed(wqe, WcOpcode::Send))
+        } else if let Some(wqe) = qp.rq.pop() {
+            (qp.recv_cq, flushed(wqe, WcOpcode::Recv))
+        } else {
+            return false;
+        };
+        self.complete(qpn, cq, wc, false, ev);
+        true
+    }
+
+    /// Decides what the head send WQE of QP `qpn` comes to, touching nothing.
+    fn attempt(&self, qpn: u32) -> Option<Attempt> {
+        let qp = self.qp(qpn)?;
+        let (_, sges) = qp.sq.front()?;
+        let lookup = |key| self.mr(key);
+        let len = match check_sges(lookup, qp.pd, Access::LOCAL_READ, sges) {
+            Ok(len) => len,
+            Err(BadSge) => return Some(Attempt::SenderError(WcStatus::LocalProtection)),
+        };
+        let dest_qpn = qp.attr.dest_qpn;
+        let dest = match self.qp(dest_qpn) {
+            // An RC responder answers only its connected peer, on this LID.
+            Some(d)
+                if qp.attr.dest_lid == self.lid
+                    && d.attr.dest_qpn == qpn
+                    && matches!(d.state, QpState::Rtr | QpState::Rts) =>
+            {
+                d
+            }
+            // Nobody answers: the requester's retries run out.
+            _ => return Some(Attempt::SenderError(WcStatus::RetryExceeded)),
+        };
+        let dest_slot = Net::qp_slot(dest_qpn);
+        let Some((_, rsges)) = dest.rq.front() else {
+            // rnr_retry 7 means "retry forever"; a finite count is used up
+            // at once, since nothing else could post the receive meanwhile.
+            return Some(if qp.attr.rnr_retry == 7 {
+                Attempt::Wait
+            } else {
+                Attempt::SenderError(WcStatus::RnrRetryExceeded)
+            });
+        };
+        let fail = |sender, receiver| Attempt::BothError {
+            dest: dest_slot,
+            sender,
+            receiver,
+        };
+        let room = match check_sges(lookup, dest.pd, Access::LOCAL_WRITE, rsges) {
+            Ok(room) => room,
+            Err(BadSge) => {
+                return Some(fail(WcStatus::RemoteOperation, WcStatus::LocalProtection));
+            }
+        };
+        if len > room || len > u64::from(crate::limits::MAX_MSG_SIZE) {
+            return Some(fail(WcStatus::RemoteInvalidRequest, WcStatus::LocalLength));
+        }
+        Some(Attempt::Deliver {
+            dest: dest_slot,
+            len: len as u32,
+        })
+    }
+
+    /// Executes the head send WQE of QP `qpn`.
+    fn send_one(&mut self, qpn: u32, ev: &mut Events) -> bool {
+        let Some(attempt) = self.attempt(qpn) else {
+            return false;
+        };
+        let dest_qpn = |slot: u32| slot + QPN_BASE;
+        match attempt {
+            Attempt::Wait => false,
+            Attempt::SenderError(status) => {
+                self.fail_sender(qpn, status, ev);
+                true
+            }
+            Attempt::BothError {
+                dest,
+                sender,
+                receiver,
+            } => {
+                self.fail_receiver(dest_qpn(dest), receiver, ev);
+                self.fail_sender(qpn, sender, ev);
+                true
+            }
+            Attempt::Deliver { dest, len } => {
+                self.deliver(qpn, dest_qpn(dest), len, ev);
+                true
+            }
+        }
+    }
+
+    /// Copies the head send WQE of `qpn` into the head receive WQE of
+    /// `dest`, then completes the receive and (if signaled) the send.
+    fn deliver(&mut self, qpn: u32, dest: u32, len: u32, ev: &mut Events) {
+        let (Some(qp), Some(rqp)) = (self.qp(qpn), self.qp(dest)) else {
+            return;
+        };
+        let (Some((_, sges)), Some((_, rsges))) = (qp.sq.front(), rqp.rq.front()) else {
+            return;
+        };
+        let copied = copy_sges(|key| self.mr(key), rsges, sges);
+        let status = if copied.is_ok() {
+            WcStatus::Success
+        } else {
+            WcStatus::LocalProtection
+        };
+        let lid = self.lid;
+        let Some(rqp) = self.qp_mut(dest) else {
+            return;
+        };
+        let Some(rwqe) = rqp.rq.pop() else {
+            return;
+        };
+        let (rid, rcq) = (rqp.id, rqp.recv_cq);
+        let Some(qp) = self.qp_mut(qpn) else {
+            return;
+        };
+        let Some(wqe) = qp.sq.pop() else {
+            return;
+        };
+        let (sid, scq, signaled) = (qp.id, qp.send_cq, wqe.signaled || qp.sq_sig_all);
+        let recv = Wc {
+            wr_id: rwqe.wr_id,
+            qp: rid,
+            status,
+            opcode: WcOpcode::Recv,
+            byte_len: len,
+            imm: wqe.imm,
+            src_qp: qpn,
+            slid: lid,
+            ..Wc::EMPTY
+        };
+        self.complete(dest, rcq, recv, wqe.solicited, ev);
+        if signaled || status != WcStatus::Success {
+            let send = Wc {
+                wr_id: wqe.wr_id,
+                qp: sid,
+                status,
+                opcode: WcOpcode::Send,
+                byte_len: len,
+                ..Wc::EMPTY
+            };
+            self.complete(qpn, scq, send, false, ev);
+        }
+    }
+
+    /// Completes the head send WQE of `qpn` with `status`; the QP goes to
+    /// the error state, where its other WQEs are flushed.
+    fn fail_sender(&mut self, qpn: u32, status: WcStatus, ev: &mut Events) {
+        let Some(qp) = self.qp_mut(qpn) else {
+            return;
+        };
+        let Some(wqe) = qp.sq.pop() else {
+            return;
+        };
+        qp.state = QpState::Error;
+        let wc = Wc {
+            wr_id: wqe.wr_id,
+            qp: qp.id,
+            status,
+            opcode: WcOpcode::Send,
+            ..Wc::EMPTY
+        };
+        let cq = qp.send_cq;
+        self.complete(qpn, cq, wc, false, ev);
+    }
+
+    /// Completes the head receive WQE of `qpn` with `status`; the QP goes
+    /// to the error state.
+    fn fail_receiver(&mut self, qpn: u32, status: WcStatus, ev: &mut Events) {
+        let Some(qp) = self.qp_mut(qpn) else {
+            return;
+        };
+        let Some(wqe) = qp.rq.pop() else {
+            return;
+        };
+        qp.state = QpState::Error;
+        let wc = Wc {
+            wr_id: wqe.wr_id,
+            qp: qp.id,
+            status,
+            opcode: WcOpcode::Recv,
+            ..Wc::EMPTY
+        };
+        let cq = qp.recv_cq;
+        self.complete(qpn, cq, wc, false, ev);
+    }
+}

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pair state: attributes, state machine and the two work queues.
+
+use crate::{
+    device::Rsoft,
+    ib::{CqRef, PdId, QpCap, QpId, QpModify, QpQuery, QpState},
+    mr::SgeCopy,
+};
+use kernel::prelude::*;
+
+/// A queued work request.
+#[derive(Clone, Copy)]
+pub(crate) struct Wqe {
+    pub(crate) wr_id: u64,
+    pub(crate) signaled: bool,
+    pub(crate) solicited: bool,
+    pub(crate) imm: Option<u32>,
+    pub(crate) num_sge: usize,
+}
+
+impl Wqe {
+    const EMPTY: Self = Self {
+        wr_id: 0,
+        signaled: false,
+        solicited: false,
+        imm: None,
+        num_sge: 0,
+    };
+}
+
+/// A FIFO of work requests with room for `max_sge` SGEs each, allocated at
+/// QP creation so that posting never allocates.
+pub(crate) struct WorkQueue {
+    wqes: KVVec<Wqe>,
+    sges: KVVec<SgeCopy>,
+    max_sge: usize,
+    head: usize,
+    len: usize,
+}
+
+impl WorkQueue {
+    fn new(depth: u32, max_sge: u32) -> Result<Self> {
+        let (depth, max_sge) = (depth as usize, max_sge as usize);
+        let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
+        Ok(Self {
+            wqes: KVVec::from_elem(Wqe::EMPTY, depth, GFP_KERNEL)?,
+            sges: KVVec::from_elem(SgeCopy::default(), slots, GFP_KERNEL)?,
+            max_sge,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn index(&self, i: usize) -> usize {
+        (self.head + i) % self.wqes.len()
+    }
+
+    /// Appends a WQE; ENOMEM when full, EINVAL for too many SGEs.
+    pub(crate) fn push(&mut self, wqe: Wqe, sges: impl Iterator<Item = SgeCopy>) -> Result {
+        if wqe.num_sge > self.max_sge {
+            return Err(EINVAL);
+        }
+        if self.len == self.wqes.len() {
+            return Err(ENOMEM);
+        }
+        let slot = self.index(self.len);
+        let base = slot * self.max_sge;
+        for (dst, src) in self.sges[base..base + wqe.num_sge].iter_mut().zip(sges) {
+            *dst = src;
+        }
+        self.wqes[slot] = wqe;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The oldest WQE and its SGEs.
+    pub(crate) fn front(&self) -> Option<(&Wqe, &[SgeCopy])> {
+        if self.len == 0 {
+            return None;
+        }
+        let wqe = &self.wqes[self.head];
+        let base = self.head * self.max_sge;
+        Some((wqe, &self.sges[base..base + wqe.num_sge]))
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Wqe> {
+        if self.len == 0 {
+            return None;
+        }
+        let wqe = self.wqes[self.head];
+        self.head = self.index(1);
+        self.len -= 1;
+        Some(wqe)
+    }
+}
+
+/// A queue pair, owned by the device's QP table.
+pub(crate) struct QpEntry {
+    pub(crate) id: QpId,
+    pub(crate) qpn: u32,
+    pub(crate) pd: PdId,
+    pub(crate) state: QpState,
+    pub(crate) cap: QpCap,
+    pub(crate) sq_sig_all: bool,
+    pub(crate) send_cq: CqRef<Rsoft>,
+    pub(crate) recv_cq: CqRef<Rsoft>,
+    pub(crate) sq: WorkQueue,
+    pub(crate) rq: WorkQueue,
+    pub(crate) attr: QpQuery,
+}
+
+impl QpEntry {
+    pub(crate) fn new(
+        id: QpId,
+        qpn: u32,
+        pd: PdId,
+        cap: QpCap,
+        sq_sig_all: bool,
+        cqs: (CqRef<Rsoft>, CqRef<Rsoft>),
+    ) -> Result<Self> {
+        Ok(Self {
+            id,
+            qpn,
+            pd,
+            state: QpState::Reset,
+            cap,
+            sq_sig_all,
+            send_cq: cqs.0,
+            recv_cq: cqs.1,
+            sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge)?,
+            rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge)?,
+            attr: QpQuery::default(),
+        })
+    }
+
+    /// Applies a validated modify; returns whether the QP entered the error
+    /// state (its queues must then be flushed).
+    pub(crate) fn apply(&mut self, m: &QpModify) -> bool {
+        let a = &mut self.attr;
+        let set = |dst: &mut u8, v: Option<u8>| {
+            if let Some(v) = v {
+                *dst = v
+            }
+        };
+        if let Some(v) = m.access_flags {
+            a.access_flags = v;
+        }
+        if let Some(v) = m.path_mtu {
+            a.path_mtu = v;
+        }
+        if let Some(v) = m.dest_lid {
+            a.dest_lid = v;
+        }
+        if let Some(v) = m.dest_qpn {
+            a.dest_qpn = v;
+        }
+        if let Some(v) = m.rq_psn {
+            a.rq_psn = v;
+        }
+        if let Some(v) = m.sq_psn {
+            a.sq_psn = v;
+        }
+        set(&mut a.timeout, m.timeout);
+        set(&mut a.retry_cnt, m.retry_cnt);
+        set(&mut a.rnr_retry, m.rnr_retry);
+        set(&mut a.min_rnr_timer, m.min_rnr_timer);
+        set(&mut a.max_rd_atomic, m.max_rd_atomic);
+        set(&mut a.max_dest_rd_atomic, m.max_dest_rd_atomic);
+        let Some(next) = m.state else {
+            return false;
+        };
+        let entered_error = next == QpState::Error && self.state != QpState::Error;
+        if next == QpState::Reset {
+            // RESET discards all work without completions.
+            while self.sq.pop().is_some() {}
+            while self.rq.pop().is_some() {}
+        }
+        self.state = next;
+        entered_error
+    }
+
+    pub(crate) fn query(&self) -> QpQuery {
+        QpQuery {
+            state: Some(self.state),
+            cap: self.cap,
+            sq_sig_all: self.sq_sig_all,
+            ..self.attr
+        }
+    }
+}
