@@ -62,6 +62,8 @@ pub struct Ring<T: Copy, S: DerefMut<Target = [T]>> {
     arm: Arm,
     ignore_overrun: bool,
     overrun: bool,
+    /// An overrun ring was found empty once (see [`Ring::poll_each`]).
+    drained: bool,
     overruns: u64,
     /// Handlers decided on but not yet reported done.
     in_flight: u32,
@@ -78,6 +80,7 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
             arm: Arm::None,
             ignore_overrun,
             overrun: false,
+            drained: false,
             overruns: 0,
             in_flight: 0,
             closing: false,
@@ -190,12 +193,20 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
     }
 
     /// Hands up to `max` of the oldest completions to `take`, in order,
-    /// removing them, and returns how many. Once an overrun ring is drained
-    /// it answers [`Overrun`] (when asked for at least one).
+    /// removing them, and returns how many.
+    ///
+    /// An overrun ring, once drained, answers 0 to the first poll and
+    /// [`Overrun`] to every later one: uverbs polls one completion at a
+    /// time and fails the whole system call on an error, which would lose
+    /// the completions it already took in that call.
     pub fn poll_each(&mut self, max: usize, mut take: impl FnMut(&T)) -> Result<usize, Overrun> {
         let n = max.min(self.len);
         if n == 0 && self.overrun && max > 0 {
-            return Err(Overrun);
+            if self.drained {
+                return Err(Overrun);
+            }
+            self.drained = true;
+            return Ok(0);
         }
         for i in 0..n {
             take(&self.slots[self.slot(i)]);

@@ -64,6 +64,25 @@ for t in "$bin"/*; do
 	"$t"
 done
 
+# --- CQ attributes in the core's resource tracking (the server's CQ)
+ibv_rc_pingpong -d rsoft0 -p 18999 -r 77 >/dev/null 2>&1 &
+holder=$!
+sleep 3
+expect "rdma res show cq -dd: depth, queued, armed, overrun" \
+	'dev rsoft0 .*cqe 78 .*drv_depth 78 drv_queued 0 drv_armed 0 drv_overrun 0 drv_overruns 0' \
+	rdma -dd res show cq dev rsoft0
+kill $holder
+wait $holder 2>/dev/null
+
+# --- stock ibv_rc_pingpong between two processes, data checked (-c)
+for size in 1 4096 65536 1048576; do
+	iters=10000
+	for events in "" -e; do
+		"$top/selftests/pingpong.sh" "ibv_rc_pingpong -s $size -n $iters -c $events" \
+			ibv_rc_pingpong -s "$size" -n "$iters" -c $events
+	done
+done
+
 check "rmmod rsoft" rmmod rsoft
 
 # --- several devices, each with its own LID and GUID

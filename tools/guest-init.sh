@@ -11,8 +11,14 @@ mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev 2>/dev/null
 mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
-for d in /tmp /run /var/tmp /dev/shm /root; do
-	mount -t tmpfs -o mode=1777 tmpfs "$d"
+mount -t tmpfs -o mode=755 tmpfs /run
+mount -t tmpfs -o mode=1777 tmpfs /dev/shm
+# Writable, yet showing the host's files (a checkout or cache may live
+# there): the read-only host directory under a tmpfs, joined by overlayfs.
+for d in /tmp /var/tmp /root; do
+	w=/run/overlay$d
+	mkdir -p "$w/upper" "$w/work"
+	mount -t overlay overlay -o "lowerdir=$d,upperdir=$w/upper,workdir=$w/work" "$d"
 done
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /run/share

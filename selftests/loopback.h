@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A connected pair of RC QPs on one rsoft device, inside one process: what
+ * most data-path selftests start from.
+ */
+#ifndef RSOFT_LOOPBACK_H
+#define RSOFT_LOOPBACK_H
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "rsoft.h"
+
+struct loopback {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *scq;	/* send CQ of a */
+	struct ibv_cq *rcq;	/* recv CQ of b (and send CQ of b, recv CQ of a) */
+	struct ibv_qp *a, *b;
+	struct ibv_mr *mr;
+	char *buf;
+	size_t len;
+};
+
+/* Moves @qp through INIT, RTR and RTS towards @dest_qpn on @lid. */
+static inline int rsoft_connect(struct ibv_qp *qp, uint16_t lid, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+	};
+
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_4096;
+	attr.dest_qp_num = dest_qpn;
+	attr.rq_psn = 0;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.dlid = lid;
+	attr.ah_attr.port_num = 1;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.sq_psn = 0;
+	attr.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static inline struct ibv_qp *rsoft_rc_qp(struct loopback *lb, struct ibv_cq *scq,
+					 struct ibv_cq *rcq, int depth)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = scq,
+		.recv_cq = rcq,
+		.cap = {
+			.max_send_wr = depth,
+			.max_recv_wr = depth,
+			.max_send_sge = 2,
+			.max_recv_sge = 2,
+		},
+		.qp_type = IBV_QPT_RC,
+	};
+
+	return ibv_create_qp(lb->pd, &init);
+}
+
+/*
+ * Sets up a -> b: a sends with its completions on @scq_depth-entry scq; b
+ * receives on a CQ big enough for @depth completions. Returns 0 or -1.
+ */
+static inline int loopback_init(struct loopback *lb, int scq_depth, int depth,
+				size_t len)
+{
+	struct ibv_port_attr port;
+
+	memset(lb, 0, sizeof(*lb));
+	lb->ctx = rsoft_open(RSOFT_DEV);
+	if (!lb->ctx || ibv_query_port(lb->ctx, 1, &port))
+		return -1;
+	lb->pd = ibv_alloc_pd(lb->ctx);
+	lb->len = len;
+	lb->buf = calloc(1, len);
+	if (!lb->pd || !lb->buf)
+		return -1;
+	lb->mr = ibv_reg_mr(lb->pd, lb->buf, len, IBV_ACCESS_LOCAL_WRITE);
+	lb->scq = ibv_create_cq(lb->ctx, scq_depth, NULL, NULL, 0);
+	lb->rcq = ibv_create_cq(lb->ctx, 2 * depth + 2, NULL, NULL, 0);
+	if (!lb->mr || !lb->scq || !lb->rcq)
+		return -1;
+	lb->a = rsoft_rc_qp(lb, lb->scq, lb->rcq, depth);
+	lb->b = rsoft_rc_qp(lb, lb->rcq, lb->rcq, depth);
+	if (!lb->a || !lb->b)
+		return -1;
+	if (rsoft_connect(lb->a, port.lid, lb->b->qp_num) ||
+	    rsoft_connect(lb->b, port.lid, lb->a->qp_num))
+		return -1;
+	return 0;
+}
+
+static inline void loopback_fini(struct loopback *lb)
+{
+	if (lb->a)
+		ibv_destroy_qp(lb->a);
+	if (lb->b)
+		ibv_destroy_qp(lb->b);
+	if (lb->scq)
+		ibv_destroy_cq(lb->scq);
+	if (lb->rcq)
+		ibv_destroy_cq(lb->rcq);
+	if (lb->mr)
+		ibv_dereg_mr(lb->mr);
+	if (lb->pd)
+		ibv_dealloc_pd(lb->pd);
+	free(lb->buf);
+	if (lb->ctx)
+		ibv_close_device(lb->ctx);
+}
+
+/* Posts a receive of @len bytes at @off of the buffer, id @wr_id. */
+static inline int post_recv(struct loopback *lb, struct ibv_qp *qp,
+			    uint64_t wr_id, size_t off, uint32_t len)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)lb->buf + off,
+		.length = len,
+		.lkey = lb->mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+	}, *bad;
+
+	return ibv_post_recv(qp, &wr, &bad);
+}
+
+/* Posts a signaled SEND of @len bytes at @off with key @lkey, id @wr_id. */
+static inline int post_send_key(struct loopback *lb, struct ibv_qp *qp,
+				uint64_t wr_id, size_t off, uint32_t len,
+				uint32_t lkey)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)lb->buf + off,
+		.length = len,
+		.lkey = lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static inline int post_send(struct loopback *lb, struct ibv_qp *qp,
+			    uint64_t wr_id, size_t off, uint32_t len)
+{
+	return post_send_key(lb, qp, wr_id, off, len, lb->mr->lkey);
+}
+
+static inline int set_qp_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = { .qp_state = state };
+
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+}
+
+static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init))
+		return -1;
+	return attr.qp_state;
+}
+
+#endif /* RSOFT_LOOPBACK_H */

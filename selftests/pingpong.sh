@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# pingpong.sh NAME TOOL [ARG...]: runs a stock client/server verbs tool
+# (ibv_*_pingpong) as two processes on rsoft0 and prints one TAP line.
+name=$1 tool=$2
+shift 2
+port=$((20000 + RANDOM % 20000))
+dir=$(mktemp -d)
+
+# The client does not retry: wait until the server listens on the port.
+listening() {
+	local hex
+	hex=$(printf ':%04X ' "$port")
+	grep -q "$hex.* 0A " /proc/net/tcp
+}
+
+timeout 900 "$tool" -d rsoft0 -p "$port" "$@" >"$dir/server" 2>&1 &
+server=$!
+for _ in $(seq 600); do
+	listening && break
+	kill -0 $server 2>/dev/null || break
+	sleep 0.1
+done
+timeout 900 "$tool" -d rsoft0 -p "$port" "$@" localhost >"$dir/client" 2>&1
+client_rc=$?
+wait $server
+server_rc=$?
+if ((client_rc == 0 && server_rc == 0)); then
+	echo "ok - $name"
+	grep -h 'iters in' "$dir/client" | sed 's/^/# /'
+else
+	echo "not ok - $name (client $client_rc, server $server_rc)"
+	sed 's/^/# client: /' "$dir/client"
+	sed 's/^/# server: /' "$dir/server"
+fi
+rm -rf "$dir"
