@@ -69,7 +69,7 @@ fn take(count: &AtomicU32, max: u32) -> Result {
 impl RsoftDevice {
     /// Moves QP `qpn` forward until it has nothing more to do, delivering
     /// the CQ events of each step outside the lock.
-    fn progress(&self, qpn: u32) {
+    fn run(&self, qpn: u32) {
         loop {
             let mut events = Events::new();
             let more = self.net.lock().step(qpn, &mut events);
@@ -77,6 +77,17 @@ impl RsoftDevice {
             if !more {
                 break;
             }
+        }
+    }
+
+    /// Runs QP `qpn`, then its RC peer: a step of one may have unblocked
+    /// the other (a receive for a sender waiting on RNR) or put it in the
+    /// error state (to be flushed).
+    fn progress(&self, qpn: u32) {
+        self.run(qpn);
+        let peer = self.net.lock().qp(qpn).map(|qp| qp.attr.dest_qpn);
+        if let Some(peer) = peer.filter(|&peer| peer != qpn) {
+            self.run(peer);
         }
     }
 }
@@ -261,17 +272,17 @@ impl ib::Verbs for Rsoft {
     }
 
     fn modify_qp(dev: &RsoftDevice, qp: &Qp, m: &QpModify) -> Result {
-        let entered_error = {
+        {
             let mut net = dev.net.lock();
             let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
             if !m.valid_from(entry.state) {
                 return Err(EINVAL);
             }
-            entry.apply(m)
-        };
-        if entered_error {
-            dev.progress(qp.qpn);
+            entry.apply(m);
         }
+        // A new state may unblock this QP (flush in ERR, sends in RTS) or
+        // its peer (waiting on RNR for a QP that will now never answer).
+        dev.progress(qp.qpn);
         Ok(())
     }
 
@@ -293,6 +304,10 @@ impl ib::Verbs for Rsoft {
             }
             entry
         };
+        // A peer waiting on RNR for this QP now gets no answer.
+        if let Some(e) = entry.as_ref().filter(|e| e.attr.dest_qpn != qp.qpn) {
+            dev.run(e.attr.dest_qpn);
+        }
         drop(entry);
     }
 
@@ -322,14 +337,12 @@ impl ib::Verbs for Rsoft {
     }
 
     fn post_recv(dev: &RsoftDevice, qp: &Qp, wrs: &mut ib::RecvWrs<'_>) -> Result {
-        let mut peer = None;
         let posted = (|| {
             let mut net = dev.net.lock();
             let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
             if entry.state == QpState::Reset {
                 return Err(EINVAL);
             }
-            peer = Some(entry.attr.dest_qpn);
             for wr in wrs {
                 let wr = wr?;
                 let wqe = Wqe {
@@ -345,9 +358,6 @@ impl ib::Verbs for Rsoft {
         })();
         // Flush if in error; resume a peer waiting for this receive.
         dev.progress(qp.qpn);
-        if let Some(peer) = peer.filter(|&p| p != qp.qpn) {
-            dev.progress(peer);
-        }
         posted
     }
 

@@ -138,9 +138,8 @@ impl QpEntry {
         })
     }
 
-    /// Applies a validated modify; returns whether the QP entered the error
-    /// state (its queues must then be flushed).
-    pub(crate) fn apply(&mut self, m: &QpModify) -> bool {
+    /// Applies a validated modify.
+    pub(crate) fn apply(&mut self, m: &QpModify) {
         let a = &mut self.attr;
         let set = |dst: &mut u8, v: Option<u8>| {
             if let Some(v) = v {
@@ -172,16 +171,14 @@ impl QpEntry {
         set(&mut a.max_rd_atomic, m.max_rd_atomic);
         set(&mut a.max_dest_rd_atomic, m.max_dest_rd_atomic);
         let Some(next) = m.state else {
-            return false;
+            return;
         };
-        let entered_error = next == QpState::Error && self.state != QpState::Error;
         if next == QpState::Reset {
             // RESET discards all work without completions.
             while self.sq.pop().is_some() {}
             while self.rq.pop().is_some() {}
         }
         self.state = next;
-        entered_error
     }
 
     pub(crate) fn query(&self) -> QpQuery {

@@ -23,7 +23,8 @@ struct loopback {
 };
 
 /* Moves @qp through INIT, RTR and RTS towards @dest_qpn on @lid. */
-static inline int rsoft_connect(struct ibv_qp *qp, uint16_t lid, uint32_t dest_qpn)
+static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
+				    uint32_t dest_qpn, uint8_t rnr_retry)
 {
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT,
@@ -51,12 +52,18 @@ static inline int rsoft_connect(struct ibv_qp *qp, uint16_t lid, uint32_t dest_q
 	attr.qp_state = IBV_QPS_RTS;
 	attr.timeout = 14;
 	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
+	attr.rnr_retry = rnr_retry;
 	attr.sq_psn = 0;
 	attr.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static inline int rsoft_connect(struct ibv_qp *qp, uint16_t lid, uint32_t dest_qpn)
+{
+	/* 7: retry forever, as ibv_rc_pingpong does. */
+	return rsoft_connect_rnr(qp, lid, dest_qpn, 7);
 }
 
 static inline struct ibv_qp *rsoft_rc_qp(struct loopback *lb, struct ibv_cq *scq,

@@ -77,6 +77,9 @@ pub(crate) struct Wc {
     pub(crate) slid: u16,
 }
 
+// A CQ ring stores these: keep them small (Documentation/rsoft.rst).
+const _: () = assert!(core::mem::size_of::<Wc>() <= 48);
+
 impl Wc {
     /// A placeholder for storage that holds no completion.
     pub(crate) const EMPTY: Self = Self {

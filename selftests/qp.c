@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RC queue pairs and memory regions on rsoft0: the state machine, SEND and
+ * SEND_WITH_IMM, signaling, receiver-not-ready, and the error completions
+ * of bad keys, short receive buffers and peers in the wrong state.
+ */
+#include <errno.h>
+#include <arpa/inet.h>
+
+#include "loopback.h"
+#include "kselftest_harness.h"
+
+FIXTURE(qp) {
+	struct loopback lb;
+};
+
+FIXTURE_SETUP(qp)
+{
+	ASSERT_EQ(0, loopback_init(&self->lb, 64, 64, 8192))
+		TH_LOG("loopback setup failed: %m");
+}
+
+FIXTURE_TEARDOWN(qp)
+{
+	loopback_fini(&self->lb);
+}
+
+static int poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	return ibv_poll_cq(cq, 1, wc);
+}
+
+TEST_F(qp, send_moves_data)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 100; i++)
+		lb->buf[i] = i;
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 100));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 100));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(100, wc.byte_len);
+	EXPECT_EQ(0, memcmp(lb->buf, lb->buf + 4096, 100));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+}
+
+/* Several SGEs on both sides, split at different places. */
+TEST_F(qp, scatter_gather)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_sge ssge[2] = {
+		{ (uintptr_t)lb->buf, 3000, lb->mr->lkey },
+		{ (uintptr_t)lb->buf + 3000, 1000, lb->mr->lkey },
+	};
+	struct ibv_sge rsge[2] = {
+		{ (uintptr_t)lb->buf + 4096, 1500, lb->mr->lkey },
+		{ (uintptr_t)lb->buf + 5596, 2596, lb->mr->lkey },
+	};
+	struct ibv_send_wr swr = { .wr_id = 1, .sg_list = ssge, .num_sge = 2,
+				   .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = rsge, .num_sge = 2 },
+			   *rbad;
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 4000; i++)
+		lb->buf[i] = i * 7;
+	ASSERT_EQ(0, ibv_post_recv(lb->b, &rwr, &rbad));
+	ASSERT_EQ(0, ibv_post_send(lb->a, &swr, &sbad));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(4000, wc.byte_len);
+	EXPECT_EQ(0, memcmp(lb->buf, lb->buf + 4096, 4000));
+}
+
+TEST_F(qp, send_with_imm)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND_WITH_IMM,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .imm_data = htonl(0xdeadbeef) }, *bad;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(lb, lb->b, 6, 4096, 64));
+	ASSERT_EQ(0, ibv_post_send(lb->a, &wr, &bad));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(IBV_WC_RECV, wc.opcode);
+	EXPECT_EQ(IBV_WC_WITH_IMM, wc.wc_flags & IBV_WC_WITH_IMM);
+	EXPECT_EQ(htonl(0xdeadbeef), wc.imm_data);
+}
+
+/* Unsignaled sends complete silently, unless the QP signals all. */
+TEST_F(qp, unsignaled_and_sq_sig_all)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND }, *bad;
+	struct ibv_qp_init_attr init = {
+		.send_cq = lb->scq, .recv_cq = lb->rcq, .sq_sig_all = 1,
+		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *all;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 64));
+	ASSERT_EQ(0, ibv_post_send(lb->a, &wr, &bad));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(0, poll_one(lb->scq, &wc));
+
+	/* A QP with sq_sig_all in place of a. */
+	all = ibv_create_qp(lb->pd, &init);
+	ASSERT_NE(NULL, all);
+	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect(all, 1, lb->b->qp_num));
+	ASSERT_EQ(0, rsoft_connect(lb->b, 1, all->qp_num));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 2, 4096, 64));
+	ASSERT_EQ(0, ibv_post_send(all, &wr, &bad));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(9, wc.wr_id);
+	EXPECT_EQ(0, ibv_destroy_qp(all));
+}
+
+TEST_F(qp, query_reports_attributes)
+{
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	ASSERT_EQ(0, ibv_query_qp(self->lb.a, &attr, IBV_QP_STATE | IBV_QP_CAP |
+				  IBV_QP_DEST_QPN | IBV_QP_RNR_RETRY, &init));
+	EXPECT_EQ(IBV_QPS_RTS, attr.qp_state);
+	EXPECT_EQ(self->lb.b->qp_num, attr.dest_qp_num);
+	EXPECT_EQ(7, attr.rnr_retry);
+	EXPECT_EQ(14, attr.timeout);
+	EXPECT_EQ(IBV_MTU_4096, attr.path_mtu);
+	EXPECT_EQ(64, init.cap.max_send_wr);
+	EXPECT_EQ(0, init.cap.max_inline_data);
+}
+
+/* ib_modify_qp_is_ok() decides: RESET -> RTS and RTR without AV fail. */
+TEST_F(qp, invalid_transitions)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = self->lb.scq, .recv_cq = self->lb.rcq,
+		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(self->lb.pd, &init);
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RTS };
+
+	ASSERT_NE(NULL, qp);
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.port_num = 1;
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	attr.qp_state = IBV_QPS_RTR;
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+	EXPECT_EQ(IBV_QPS_INIT, qp_state(qp));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/* Posting sends before RTS is refused with bad_wr set. */
+TEST_F(qp, post_send_in_wrong_state)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND }, *bad = NULL;
+
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	EXPECT_EQ(EINVAL, ibv_post_send(lb->a, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+}
+
+/* Modify to ERR flushes outstanding receives as WR_FLUSH_ERR, in order. */
+TEST_F(qp, error_state_flushes)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc[8];
+
+	for (int i = 0; i < 3; i++)
+		ASSERT_EQ(0, post_recv(lb, lb->b, 40 + i, 4096, 64));
+	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_ERR));
+	ASSERT_EQ(3, ibv_poll_cq(lb->rcq, 8, wc));
+	for (int i = 0; i < 3; i++) {
+		EXPECT_EQ(40 + i, wc[i].wr_id);
+		EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[i].status);
+		EXPECT_EQ(lb->b->qp_num, wc[i].qp_num);
+	}
+	/* The peer no longer answers: a's send fails and a goes to ERR. */
+	ASSERT_EQ(0, post_send(lb, lb->a, 50, 0, 8));
+	ASSERT_EQ(1, ibv_poll_cq(lb->scq, 8, wc));
+	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc[0].status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+}
+
+/* A receive buffer too small: receiver LOC_LEN_ERR, sender REM_INV_REQ_ERR. */
+TEST_F(qp, receive_too_small)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 10));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 11));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status);
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->b));
+}
+
+/* A receive into an MR without LOCAL_WRITE: receiver LOC_PROT_ERR. */
+TEST_F(qp, receive_into_read_only_mr)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_mr *ro = ibv_reg_mr(lb->pd, lb->buf + 4096, 4096, 0);
+	struct ibv_sge sge = { (uintptr_t)lb->buf + 4096, 64, 0 };
+	struct ibv_recv_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, ro);
+	sge.lkey = ro->lkey;
+	ASSERT_EQ(0, ibv_post_recv(lb->b, &wr, &bad));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 64));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_REM_OP_ERR, wc.status);
+	EXPECT_EQ(0, ibv_dereg_mr(ro));
+}
+
+/* An SGE reaching past its MR is a protection error; nothing moves. */
+TEST_F(qp, send_out_of_mr_bounds)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 4096));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 8000, 500));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(0, poll_one(lb->rcq, &wc));
+}
+
+/* rnr_retry 7 waits for the receive; a finite count gives up. */
+TEST_F(qp, receiver_not_ready)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	EXPECT_EQ(0, poll_one(lb->scq, &wc));		/* waiting */
+	ASSERT_EQ(0, post_recv(lb, lb->b, 2, 4096, 64));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));		/* went through */
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+
+	/* rnr_retry is set on RTR -> RTS only: reconnect a with 0. */
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect_rnr(lb->a, 1, lb->b->qp_num, 0));
+	ASSERT_EQ(0, post_send(lb, lb->a, 3, 0, 8));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+}
+
+/* Unknown optional access bits are ignored; unsupported ones refused. */
+TEST_F(qp, mr_access_flags)
+{
+	struct ibv_mr *mr;
+
+	mr = ibv_reg_mr(self->lb.pd, self->lb.buf, 4096,
+			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING);
+	ASSERT_NE(NULL, mr);
+	EXPECT_EQ(mr->lkey, mr->rkey);
+	EXPECT_NE(self->lb.mr->lkey, mr->lkey);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	errno = 0;
+	mr = ibv_reg_mr(self->lb.pd, self->lb.buf, 4096, IBV_ACCESS_MW_BIND);
+	EXPECT_EQ(NULL, mr);
+	EXPECT_EQ(EOPNOTSUPP, errno);
+}
+
+/* A deregistered key, even reused slot, no longer works. */
+TEST_F(qp, stale_key)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_mr *mr = ibv_reg_mr(lb->pd, lb->buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_mr *again;
+	uint32_t stale;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, mr);
+	stale = mr->lkey;
+	ASSERT_EQ(0, ibv_dereg_mr(mr));
+	again = ibv_reg_mr(lb->pd, lb->buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	ASSERT_NE(NULL, again);
+	EXPECT_NE(stale, again->lkey);
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 64));
+	ASSERT_EQ(0, post_send_key(lb, lb->a, 2, 0, 8, stale));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(0, ibv_dereg_mr(again));
+}
+
+TEST_HARNESS_MAIN
