@@ -13,7 +13,7 @@ use crate::{
     device::Rsoft,
     ib::{Access, CqRef, QpState, Wc, WcOpcode, WcStatus},
     mr::{check_sges, copy_sges, BadSge, MrEntry},
-    qp::{QpEntry, Wqe},
+    qp::QpEntry,
 };
 use kernel::prelude::*;
 
@@ -111,6 +111,13 @@ fn key_slot(key: u32) -> u32 {
     key >> 8
 }
 
+/// One of the two work queues of a QP.
+#[derive(Clone, Copy)]
+enum Queue {
+    Send,
+    Recv,
+}
+
 /// What executing the head send WQE of a QP comes to.
 enum Attempt {
     /// Place `len` bytes in the head receive WQE of the QP in `dest`.
@@ -197,27 +204,11 @@ impl Net {
         }
     }
 
-    /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR.
+    /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR,
+    /// sends first.
     fn flush_one(&mut self, qpn: u32, ev: &mut Events) -> bool {
-        let Some(qp) = self.qp_mut(qpn) else {
-            return false;
-        };
-        let flushed = |wqe: Wqe, opcode| Wc {
-            wr_id: wqe.wr_id,
-            qp: qp.id,
-            status: WcStatus::WrFlush,
-            opcode,
-            ..Wc::EMPTY
-        };
-        let (cq, wc) = if let Some(wqe) = qp.sq.pop() {
-            (qp.send_cq, flushed(wqe, WcOpcode::Send))
-        } else if let Some(wqe) = qp.rq.pop() {
-            (qp.recv_cq, flushed(wqe, WcOpcode::Recv))
-        } else {
-            return false;
-        };
-        self.complete(qpn, cq, wc, false, ev);
-        true
+        self.fail_head(qpn, Queue::Send, WcStatus::WrFlush, ev)
+            || self.fail_head(qpn, Queue::Recv, WcStatus::WrFlush, ev)
     }
 
     /// Decides what the head send WQE of QP `qpn` comes to, touching nothing.
@@ -280,18 +271,14 @@ impl Net {
         let dest_qpn = |slot: u32| slot + QPN_BASE;
         match attempt {
             Attempt::Wait => false,
-            Attempt::SenderError(status) => {
-                self.fail_sender(qpn, status, ev);
-                true
-            }
+            Attempt::SenderError(status) => self.fail_head(qpn, Queue::Send, status, ev),
             Attempt::BothError {
                 dest,
                 sender,
                 receiver,
             } => {
-                self.fail_receiver(dest_qpn(dest), receiver, ev);
-                self.fail_sender(qpn, sender, ev);
-                true
+                self.fail_head(dest_qpn(dest), Queue::Recv, receiver, ev);
+                self.fail_head(qpn, Queue::Send, sender, ev)
             }
             Attempt::Deliver { dest, len } => {
                 self.deliver(qpn, dest_qpn(dest), len, ev);
@@ -355,45 +342,28 @@ impl Net {
         }
     }
 
-    /// Completes the head send WQE of `qpn` with `status`; the QP goes to
-    /// the error state, where its other WQEs are flushed.
-    fn fail_sender(&mut self, qpn: u32, status: WcStatus, ev: &mut Events) {
+    /// Completes the head WQE of one of `qpn`'s queues with `status` and
+    /// puts the QP in the error state. Returns whether there was a WQE.
+    fn fail_head(&mut self, qpn: u32, queue: Queue, status: WcStatus, ev: &mut Events) -> bool {
         let Some(qp) = self.qp_mut(qpn) else {
-            return;
+            return false;
         };
-        let Some(wqe) = qp.sq.pop() else {
-            return;
+        let (wqe, cq, opcode) = match queue {
+            Queue::Send => (qp.sq.pop(), qp.send_cq, WcOpcode::Send),
+            Queue::Recv => (qp.rq.pop(), qp.recv_cq, WcOpcode::Recv),
+        };
+        let Some(wqe) = wqe else {
+            return false;
         };
         qp.state = QpState::Error;
         let wc = Wc {
             wr_id: wqe.wr_id,
             qp: qp.id,
             status,
-            opcode: WcOpcode::Send,
+            opcode,
             ..Wc::EMPTY
         };
-        let cq = qp.send_cq;
         self.complete(qpn, cq, wc, false, ev);
-    }
-
-    /// Completes the head receive WQE of `qpn` with `status`; the QP goes
-    /// to the error state.
-    fn fail_receiver(&mut self, qpn: u32, status: WcStatus, ev: &mut Events) {
-        let Some(qp) = self.qp_mut(qpn) else {
-            return;
-        };
-        let Some(wqe) = qp.rq.pop() else {
-            return;
-        };
-        qp.state = QpState::Error;
-        let wc = Wc {
-            wr_id: wqe.wr_id,
-            qp: qp.id,
-            status,
-            opcode: WcOpcode::Recv,
-            ..Wc::EMPTY
-        };
-        let cq = qp.recv_cq;
-        self.complete(qpn, cq, wc, false, ev);
+        true
     }
 }
