@@ -66,6 +66,29 @@ void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
 	kunmap_local(d);
 }
 
+void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len)
+{
+	void *d = kmap_local_page(dst);
+
+	memcpy(d + off, src, len);
+	kunmap_local(d);
+}
+
+/* The caller serialises rsoft's atomics; user stores may race, as on HW. */
+u64 rsoft_page_atomic(struct page *page, size_t off, bool cmp_swap, u64 operand,
+		      u64 swap)
+{
+	u64 *p = kmap_local_page(page) + off;
+	u64 old = READ_ONCE(*p);
+
+	if (!cmp_swap)
+		WRITE_ONCE(*p, old + operand);
+	else if (old == operand)
+		WRITE_ONCE(*p, swap);
+	kunmap_local(p);
+	return old;
+}
+
 struct nlattr *rsoft_nl_driver_start(struct sk_buff *msg)
 {
 	return nla_nest_start_noflag(msg, RDMA_NLDEV_ATTR_DRIVER);

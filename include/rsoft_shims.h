@@ -22,6 +22,9 @@ struct page;
 size_t rsoft_umem_pages(struct ib_umem *umem, struct page **pages, size_t n);
 void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
 		     size_t src_off, size_t len);
+void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len);
+u64 rsoft_page_atomic(struct page *page, size_t off, bool cmp_swap, u64 operand,
+		      u64 swap);
 
 struct sk_buff;
 struct nlattr;

@@ -5,7 +5,7 @@
 
 use crate::{
     cq::RsoftCq,
-    ib::{self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState},
+    ib::{self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState, SendOp},
     limits,
     mr::{MrEntry, SgeCopy},
     net::{Events, Net, QPN_BASE},
@@ -143,6 +143,8 @@ impl ib::Verbs for Rsoft {
             max_srq_sge: limits::MAX_SGE,
             max_ah: limits::MAX_AH,
             max_pkeys: 1,
+            // Every atomic executes under the device's net lock.
+            atomic_hca: true,
             ..Default::default()
         }
     }
@@ -322,6 +324,7 @@ impl ib::Verbs for Rsoft {
                 let wr = wr?;
                 let wqe = Wqe {
                     wr_id: wr.wr_id,
+                    op: wr.op,
                     signaled: wr.signaled,
                     solicited: wr.solicited,
                     imm: wr.imm,
@@ -347,6 +350,7 @@ impl ib::Verbs for Rsoft {
                 let wr = wr?;
                 let wqe = Wqe {
                     wr_id: wr.wr_id,
+                    op: SendOp::Send,
                     signaled: true,
                     solicited: false,
                     imm: None,

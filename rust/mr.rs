@@ -2,7 +2,7 @@
 
 //! Memory regions: what the data path needs to check and copy.
 
-use crate::ib::{Access, PdId, Sge, UserMemory};
+use crate::ib::{Access, PdId, Remote, Sge, UserMemory};
 use kernel::prelude::*;
 
 /// A registered memory region, owned by the device's MR table.
@@ -98,4 +98,22 @@ pub(crate) fn copy_sges<'a>(
         }
     }
     Ok(())
+}
+
+/// Performs an atomic on the 8 bytes at `remote` and stores the original
+/// value in the one non-empty local SGE. All were checked by the caller.
+pub(crate) fn atomic<'a>(
+    lookup: impl Fn(u32) -> Option<&'a MrEntry>,
+    local: &[SgeCopy],
+    remote: Remote,
+    operand: u64,
+    swap: Option<u64>,
+) -> Result {
+    let rmr = lookup(remote.rkey).ok_or(EINVAL)?;
+    let roff = rmr.offset_of(remote.addr, 8).ok_or(EINVAL)?;
+    let sge = local.iter().find(|s| s.length > 0).ok_or(EINVAL)?;
+    let lmr = lookup(sge.lkey).ok_or(EINVAL)?;
+    let loff = lmr.offset_of(sge.addr, 8).ok_or(EINVAL)?;
+    let old = rmr.mem.atomic(roff, operand, swap)?;
+    lmr.mem.write(loff, &old.to_ne_bytes())
 }

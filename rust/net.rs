@@ -11,8 +11,8 @@
 use crate::{
     cq::{CqEvent, Outcome, RsoftCq},
     device::Rsoft,
-    ib::{Access, CqRef, QpState, Wc, WcOpcode, WcStatus},
-    mr::{check_sges, copy_sges, BadSge, MrEntry},
+    ib::{Access, CqRef, QpState, Remote, SendOp, Wc, WcOpcode, WcStatus},
+    mr::{atomic, check_sges, copy_sges, BadSge, MrEntry, SgeCopy},
     qp::QpEntry,
 };
 use kernel::prelude::*;
@@ -120,8 +120,8 @@ enum Queue {
 
 /// What executing the head send WQE of a QP comes to.
 enum Attempt {
-    /// Place `len` bytes in the head receive WQE of the QP in `dest`.
-    Deliver { dest: u32, len: u32 },
+    /// Execute it towards the QP in slot `dest`, moving `len` bytes.
+    Execute { dest: u32, len: u32 },
     /// The request fails at the sender only.
     SenderError(WcStatus),
     /// The responder rejects it: both sides complete in error.
@@ -211,15 +211,34 @@ impl Net {
             || self.fail_head(qpn, Queue::Recv, WcStatus::WrFlush, ev)
     }
 
+    /// Whether `remote` names `len` bytes of an MR of `dest` that both the MR
+    /// and the QP `dest` open to `need`.
+    fn remote_ok(&self, dest: &QpEntry, remote: Remote, len: u64, need: Access) -> bool {
+        self.mr(remote.rkey).is_some_and(|mr| {
+            mr.pd == dest.pd
+                && mr.access.contains(need)
+                && dest.attr.access_flags.contains(need)
+                && mr.offset_of(remote.addr, len).is_some()
+        })
+    }
+
     /// Decides what the head send WQE of QP `qpn` comes to, touching nothing.
     fn attempt(&self, qpn: u32) -> Option<Attempt> {
         let qp = self.qp(qpn)?;
-        let (_, sges) = qp.sq.front()?;
+        let (wqe, sges) = qp.sq.front()?;
         let lookup = |key| self.mr(key);
-        let len = match check_sges(lookup, qp.pd, Access::LOCAL_READ, sges) {
+        // Reads and atomics write their result into the local SGEs.
+        let local = match wqe.op {
+            SendOp::Send | SendOp::RdmaWrite(_) => Access::LOCAL_READ,
+            _ => Access::LOCAL_WRITE,
+        };
+        let len = match check_sges(lookup, qp.pd, local, sges) {
             Ok(len) => len,
             Err(BadSge) => return Some(Attempt::SenderError(WcStatus::LocalProtection)),
         };
+        if len > u64::from(crate::limits::MAX_MSG_SIZE) {
+            return Some(Attempt::SenderError(WcStatus::LocalLength));
+        }
         let dest_qpn = qp.attr.dest_qpn;
         let dest = match self.qp(dest_qpn) {
             // An RC responder answers only its connected peer, on this LID.
@@ -234,6 +253,37 @@ impl Net {
             _ => return Some(Attempt::SenderError(WcStatus::RetryExceeded)),
         };
         let dest_slot = Net::qp_slot(dest_qpn);
+        let remote_check = |remote, need| {
+            // Zero-length RDMA names no memory and checks no key.
+            if len > 0 && !self.remote_ok(dest, remote, len, need) {
+                Some(Attempt::SenderError(WcStatus::RemoteAccess))
+            } else {
+                None
+            }
+        };
+        let rejected = match wqe.op {
+            SendOp::Send => None,
+            SendOp::RdmaWrite(r) => remote_check(r, Access::REMOTE_WRITE),
+            SendOp::RdmaRead(r) => remote_check(r, Access::REMOTE_READ),
+            SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
+                if len != 8 {
+                    Some(Attempt::SenderError(WcStatus::LocalLength))
+                } else if remote.addr % 8 != 0 {
+                    Some(Attempt::SenderError(WcStatus::RemoteInvalidRequest))
+                } else {
+                    remote_check(remote, Access::REMOTE_ATOMIC)
+                }
+            }
+        };
+        if rejected.is_some() {
+            return rejected;
+        }
+        if !wqe.consumes_recv() {
+            return Some(Attempt::Execute {
+                dest: dest_slot,
+                len: len as u32,
+            });
+        }
         let Some((_, rsges)) = dest.rq.front() else {
             // rnr_retry 7 means "retry forever"; a finite count is used up
             // at once, since nothing else could post the receive meanwhile.
@@ -243,21 +293,23 @@ impl Net {
                 Attempt::SenderError(WcStatus::RnrRetryExceeded)
             });
         };
-        let fail = |sender, receiver| Attempt::BothError {
-            dest: dest_slot,
-            sender,
-            receiver,
-        };
-        let room = match check_sges(lookup, dest.pd, Access::LOCAL_WRITE, rsges) {
-            Ok(room) => room,
-            Err(BadSge) => {
-                return Some(fail(WcStatus::RemoteOperation, WcStatus::LocalProtection));
+        if matches!(wqe.op, SendOp::Send) {
+            let fail = |sender, receiver| Attempt::BothError {
+                dest: dest_slot,
+                sender,
+                receiver,
+            };
+            let room = match check_sges(lookup, dest.pd, Access::LOCAL_WRITE, rsges) {
+                Ok(room) => room,
+                Err(BadSge) => {
+                    return Some(fail(WcStatus::RemoteOperation, WcStatus::LocalProtection));
+                }
+            };
+            if len > room {
+                return Some(fail(WcStatus::RemoteInvalidRequest, WcStatus::LocalLength));
             }
-        };
-        if len > room || len > u64::from(crate::limits::MAX_MSG_SIZE) {
-            return Some(fail(WcStatus::RemoteInvalidRequest, WcStatus::LocalLength));
         }
-        Some(Attempt::Deliver {
+        Some(Attempt::Execute {
             dest: dest_slot,
             len: len as u32,
         })
@@ -280,36 +332,45 @@ impl Net {
                 self.fail_head(dest_qpn(dest), Queue::Recv, receiver, ev);
                 self.fail_head(qpn, Queue::Send, sender, ev)
             }
-            Attempt::Deliver { dest, len } => {
-                self.deliver(qpn, dest_qpn(dest), len, ev);
+            Attempt::Execute { dest, len } => {
+                self.execute(qpn, dest_qpn(dest), len, ev);
                 true
             }
         }
     }
 
-    /// Copies the head send WQE of `qpn` into the head receive WQE of
-    /// `dest`, then completes the receive and (if signaled) the send.
-    fn deliver(&mut self, qpn: u32, dest: u32, len: u32, ev: &mut Events) {
-        let (Some(qp), Some(rqp)) = (self.qp(qpn), self.qp(dest)) else {
-            return;
+    /// Moves the data of the head send WQE of `qpn` (checked by
+    /// [`Net::attempt`]); returns the status for its completions.
+    fn move_data(&self, qpn: u32, dest: u32, len: u32) -> Result {
+        let (qp, rqp) = (self.qp(qpn).ok_or(EINVAL)?, self.qp(dest).ok_or(EINVAL)?);
+        let (wqe, sges) = qp.sq.front().ok_or(EINVAL)?;
+        let lookup = |key| self.mr(key);
+        let remote = |r: Remote| SgeCopy {
+            addr: r.addr,
+            length: len,
+            lkey: r.rkey,
         };
-        let (Some((_, sges)), Some((_, rsges))) = (qp.sq.front(), rqp.rq.front()) else {
-            return;
-        };
-        let copied = copy_sges(|key| self.mr(key), rsges, sges);
-        let status = if copied.is_ok() {
-            WcStatus::Success
-        } else {
-            WcStatus::LocalProtection
+        match wqe.op {
+            SendOp::Send => copy_sges(lookup, rqp.rq.front().ok_or(EINVAL)?.1, sges),
+            SendOp::RdmaWrite(r) => copy_sges(lookup, &[remote(r)], sges),
+            SendOp::RdmaRead(r) => copy_sges(lookup, sges, &[remote(r)]),
+            SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
+            } => atomic(lookup, sges, remote, compare, Some(swap)),
+            SendOp::FetchAdd { remote, add } => atomic(lookup, sges, remote, add, None),
+        }
+    }
+
+    /// Executes the head send WQE of `qpn` towards `dest`, then completes
+    /// the receive it consumed (if any) and the send (if signaled).
+    fn execute(&mut self, qpn: u32, dest: u32, len: u32, ev: &mut Events) {
+        let status = match self.move_data(qpn, dest, len) {
+            Ok(()) => WcStatus::Success,
+            Err(_) => WcStatus::LocalProtection,
         };
         let lid = self.lid;
-        let Some(rqp) = self.qp_mut(dest) else {
-            return;
-        };
-        let Some(rwqe) = rqp.rq.pop() else {
-            return;
-        };
-        let (rid, rcq) = (rqp.id, rqp.recv_cq);
         let Some(qp) = self.qp_mut(qpn) else {
             return;
         };
@@ -317,24 +378,42 @@ impl Net {
             return;
         };
         let (sid, scq, signaled) = (qp.id, qp.send_cq, wqe.signaled || qp.sq_sig_all);
-        let recv = Wc {
-            wr_id: rwqe.wr_id,
-            qp: rid,
-            status,
-            opcode: WcOpcode::Recv,
-            byte_len: len,
-            imm: wqe.imm,
-            src_qp: qpn,
-            slid: lid,
-            ..Wc::EMPTY
-        };
-        self.complete(dest, rcq, recv, wqe.solicited, ev);
+        if wqe.consumes_recv() {
+            let Some(rqp) = self.qp_mut(dest) else {
+                return;
+            };
+            let Some(rwqe) = rqp.rq.pop() else {
+                return;
+            };
+            let recv = Wc {
+                wr_id: rwqe.wr_id,
+                qp: rqp.id,
+                status,
+                opcode: match wqe.op {
+                    SendOp::Send => WcOpcode::Recv,
+                    _ => WcOpcode::RecvRdmaWithImm,
+                },
+                byte_len: len,
+                imm: wqe.imm,
+                src_qp: qpn,
+                slid: lid,
+                ..Wc::EMPTY
+            };
+            let rcq = rqp.recv_cq;
+            self.complete(dest, rcq, recv, wqe.solicited, ev);
+        }
         if signaled || status != WcStatus::Success {
             let send = Wc {
                 wr_id: wqe.wr_id,
                 qp: sid,
                 status,
-                opcode: WcOpcode::Send,
+                opcode: match wqe.op {
+                    SendOp::Send => WcOpcode::Send,
+                    SendOp::RdmaWrite(_) => WcOpcode::RdmaWrite,
+                    SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
+                    SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
+                    SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+                },
                 byte_len: len,
                 ..Wc::EMPTY
             };

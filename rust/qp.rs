@@ -4,7 +4,7 @@
 
 use crate::{
     device::Rsoft,
-    ib::{CqRef, PdId, QpCap, QpId, QpModify, QpQuery, QpState},
+    ib::{CqRef, PdId, QpCap, QpId, QpModify, QpQuery, QpState, SendOp},
     mr::SgeCopy,
 };
 use kernel::prelude::*;
@@ -13,6 +13,7 @@ use kernel::prelude::*;
 #[derive(Clone, Copy)]
 pub(crate) struct Wqe {
     pub(crate) wr_id: u64,
+    pub(crate) op: SendOp,
     pub(crate) signaled: bool,
     pub(crate) solicited: bool,
     pub(crate) imm: Option<u32>,
@@ -20,8 +21,18 @@ pub(crate) struct Wqe {
 }
 
 impl Wqe {
+    /// Whether the operation takes a receive WQE at the responder.
+    pub(crate) fn consumes_recv(&self) -> bool {
+        match self.op {
+            SendOp::Send => true,
+            SendOp::RdmaWrite(_) => self.imm.is_some(),
+            _ => false,
+        }
+    }
+
     const EMPTY: Self = Self {
         wr_id: 0,
+        op: SendOp::Send,
         signaled: false,
         solicited: false,
         imm: None,

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # pingpong.sh NAME TOOL [ARG...]: runs a stock client/server verbs tool
-# (ibv_*_pingpong) as two processes on rsoft0 and prints one TAP line.
+# (ibv_*_pingpong, perftest) as two processes on rsoft0 and prints one TAP
+# line.
 name=$1 tool=$2
 shift 2
 port=$((20000 + RANDOM % 20000))

@@ -83,6 +83,12 @@ for size in 1 4096 65536 1048576; do
 	done
 done
 
+# --- perftest on RC between two processes
+for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
+	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
+	"$top/selftests/pingpong.sh" "perftest $t (RC)" "$t" -n 1000 -F
+done
+
 check "rmmod rsoft" rmmod rsoft
 
 # --- several devices, each with its own LID and GUID

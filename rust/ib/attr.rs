@@ -32,6 +32,8 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_srq_sge: u32,
     pub(crate) max_ah: u32,
     pub(crate) max_pkeys: u16,
+    /// Atomics are atomic against each other across all QPs of the device.
+    pub(crate) atomic_hca: bool,
 }
 
 impl DeviceAttr {
@@ -62,6 +64,11 @@ impl DeviceAttr {
         c.max_srq_sge = clamp(self.max_srq_sge);
         c.max_ah = clamp(self.max_ah);
         c.max_pkeys = self.max_pkeys;
+        c.atomic_cap = if self.atomic_hca {
+            bindings::ib_atomic_cap_IB_ATOMIC_HCA
+        } else {
+            bindings::ib_atomic_cap_IB_ATOMIC_NONE
+        };
     }
 }
 

@@ -32,6 +32,7 @@ pub(crate) enum WcStatus {
     LocalProtection,
     WrFlush,
     RemoteInvalidRequest,
+    RemoteAccess,
     RemoteOperation,
     RetryExceeded,
     RnrRetryExceeded,
@@ -45,6 +46,7 @@ impl WcStatus {
             Self::LocalProtection => bindings::ib_wc_status_IB_WC_LOC_PROT_ERR,
             Self::WrFlush => bindings::ib_wc_status_IB_WC_WR_FLUSH_ERR,
             Self::RemoteInvalidRequest => bindings::ib_wc_status_IB_WC_REM_INV_REQ_ERR,
+            Self::RemoteAccess => bindings::ib_wc_status_IB_WC_REM_ACCESS_ERR,
             Self::RemoteOperation => bindings::ib_wc_status_IB_WC_REM_OP_ERR,
             Self::RetryExceeded => bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
             Self::RnrRetryExceeded => bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
@@ -56,7 +58,12 @@ impl WcStatus {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum WcOpcode {
     Send,
+    RdmaWrite,
+    RdmaRead,
+    CompareSwap,
+    FetchAdd,
     Recv,
+    RecvRdmaWithImm,
 }
 
 /// One work completion.
@@ -127,7 +134,12 @@ impl WcSink<'_> {
         c.status = wc.status.to_c();
         c.opcode = match wc.opcode {
             WcOpcode::Send => bindings::ib_wc_opcode_IB_WC_SEND,
+            WcOpcode::RdmaWrite => bindings::ib_wc_opcode_IB_WC_RDMA_WRITE,
+            WcOpcode::RdmaRead => bindings::ib_wc_opcode_IB_WC_RDMA_READ,
+            WcOpcode::CompareSwap => bindings::ib_wc_opcode_IB_WC_COMP_SWAP,
+            WcOpcode::FetchAdd => bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
             WcOpcode::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
+            WcOpcode::RecvRdmaWithImm => bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
         };
         c.vendor_err = wc.vendor_err;
         c.byte_len = wc.byte_len;

@@ -11,8 +11,8 @@ use kernel::{
     prelude::*,
 };
 
-/// Access rights of a memory region (`enum ib_access_flags`).
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// Access rights of a memory region or QP (`enum ib_access_flags`).
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Access(u32);
 
 impl Access {
@@ -38,6 +38,16 @@ impl Access {
             return Err(eopnotsupp());
         }
         Ok(Self(flags & !bindings::ib_access_flags_IB_ACCESS_HUGETLB))
+    }
+
+    /// The remote rights a QP grants its peer (`qp_access_flags`).
+    pub(crate) fn from_qp(flags: u32) -> Self {
+        Self(flags & (Self::REMOTE_WRITE.0 | Self::REMOTE_READ.0 | Self::REMOTE_ATOMIC.0))
+    }
+
+    /// The raw flags, for reporting.
+    pub(crate) fn bits(self) -> u32 {
+        self.0
     }
 
     /// Whether all of `other`'s rights are granted.
@@ -140,6 +150,49 @@ impl UserMemory {
             d += chunk;
             s += chunk;
             left -= chunk;
+        }
+        Ok(())
+    }
+}
+
+impl UserMemory {
+    /// The page and in-page offset of byte `off`, which must be in range.
+    fn page_of(&self, off: u64) -> (PagePtr, usize) {
+        let at = self.offset + off as usize;
+        (self.pages[at >> PAGE_SHIFT], at & (PAGE_SIZE - 1))
+    }
+
+    /// Performs an 8-byte atomic at `off` (8-aligned, in range): compare
+    /// and swap when `swap` is given, else fetch and add `operand`.
+    /// Returns the original value. The caller serialises atomics.
+    pub(crate) fn atomic(&self, off: u64, operand: u64, swap: Option<u64>) -> Result<u64> {
+        if off % 8 != 0 || !off.checked_add(8).is_some_and(|end| end <= self.len) {
+            return Err(EINVAL);
+        }
+        let (page, in_page) = self.page_of(off);
+        // SAFETY: the 8 bytes lie within one pinned page (aligned, in range).
+        Ok(unsafe {
+            bindings::rsoft_page_atomic(page.0, in_page, swap.is_some(), operand, swap.unwrap_or(0))
+        })
+    }
+
+    /// Writes `bytes` at `off`, which must leave them in range.
+    pub(crate) fn write(&self, off: u64, bytes: &[u8]) -> Result {
+        if !off
+            .checked_add(bytes.len() as u64)
+            .is_some_and(|end| end <= self.len)
+        {
+            return Err(EINVAL);
+        }
+        let mut done = 0;
+        while done < bytes.len() {
+            let (page, in_page) = self.page_of(off + done as u64);
+            let chunk = (bytes.len() - done).min(PAGE_SIZE - in_page);
+            // SAFETY: the range check keeps `chunk` bytes within the page.
+            unsafe {
+                bindings::rsoft_page_write(page.0, in_page, bytes[done..].as_ptr().cast(), chunk)
+            };
+            done += chunk;
         }
         Ok(())
     }

@@ -3,7 +3,9 @@
 //! Queue pairs: creation and modify attributes, and safe views of the work
 //! request lists that `post_send` and `post_recv` receive.
 
-use super::{bindings, cq::CqRef, eopnotsupp, object::CoreObject, verbs::Adapter, Verbs};
+use super::{
+    bindings, cq::CqRef, eopnotsupp, mr::Access, object::CoreObject, verbs::Adapter, Verbs,
+};
 use core::{marker::PhantomData, ptr};
 use kernel::{error::from_result, ffi, prelude::*};
 
@@ -121,7 +123,7 @@ pub(crate) struct QpInitAttr<T: Verbs> {
 #[derive(Default)]
 pub(crate) struct QpModify {
     pub(crate) state: Option<QpState>,
-    pub(crate) access_flags: Option<u32>,
+    pub(crate) access_flags: Option<Access>,
     pub(crate) path_mtu: Option<u32>,
     pub(crate) dest_lid: Option<u16>,
     pub(crate) dest_qpn: Option<u32>,
@@ -155,7 +157,7 @@ pub(crate) struct QpQuery {
     pub(crate) state: Option<QpState>,
     pub(crate) cap: QpCap,
     pub(crate) sq_sig_all: bool,
-    pub(crate) access_flags: u32,
+    pub(crate) access_flags: Access,
     pub(crate) path_mtu: u32,
     pub(crate) dest_lid: u16,
     pub(crate) dest_qpn: u32,
@@ -199,9 +201,34 @@ unsafe fn sges<'a>(list: *const bindings::ib_sge, num: ffi::c_int) -> Result<&'a
     Ok(unsafe { core::slice::from_raw_parts(list.cast::<Sge>(), num) })
 }
 
+/// Where an RDMA or atomic operation lands on the responder.
+#[derive(Clone, Copy)]
+pub(crate) struct Remote {
+    pub(crate) addr: u64,
+    pub(crate) rkey: u32,
+}
+
+/// What a send work request asks the responder for.
+#[derive(Clone, Copy)]
+pub(crate) enum SendOp {
+    Send,
+    RdmaWrite(Remote),
+    RdmaRead(Remote),
+    CompareSwap {
+        remote: Remote,
+        compare: u64,
+        swap: u64,
+    },
+    FetchAdd {
+        remote: Remote,
+        add: u64,
+    },
+}
+
 /// One send work request.
 pub(crate) struct SendWr<'a> {
     pub(crate) wr_id: u64,
+    pub(crate) op: SendOp,
     pub(crate) signaled: bool,
     pub(crate) solicited: bool,
     /// Immediate data, network byte order.
@@ -264,10 +291,11 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         self.current = self.next;
         self.next = wr.next;
         let flags = wr.send_flags;
-        let with_imm = match wr.opcode {
-            bindings::ib_wr_opcode_IB_WR_SEND => false,
-            bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => true,
-            _ => return Some(Err(EINVAL)),
+        // SAFETY: the core allocates the container that the opcode names
+        // (`ib_rdma_wr`, `ib_atomic_wr`), with the `ib_send_wr` first.
+        let (op, with_imm) = match unsafe { send_op(self.current) } {
+            Some(op) => op,
+            None => return Some(Err(EINVAL)),
         };
         if flags & bindings::ib_send_flags_IB_SEND_INLINE != 0 {
             // max_inline_data is 0: the SGEs would name no registered memory.
@@ -281,6 +309,7 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         // SAFETY: a plain integer union; meaningful for *_WITH_IMM only.
         let imm = unsafe { wr.ex.imm_data };
         Some(Ok(SendWr {
+            op,
             // SAFETY: for user and wr_id-based kernel WRs this is the id;
             // for `wr_cqe` users it is the pointer, returned as it came.
             wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
@@ -313,6 +342,66 @@ impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
     }
 }
 
+/// Reads the operation of a send WR and whether it carries immediate data.
+///
+/// # Safety
+///
+/// `wr` is valid and, for RDMA and atomic opcodes, the first member of an
+/// `ib_rdma_wr` or `ib_atomic_wr` respectively.
+unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
+    // SAFETY: per the function's contract.
+    let opcode = unsafe { (*wr).opcode };
+    let rdma = || {
+        // SAFETY: per the function's contract, for the RDMA opcodes.
+        let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
+        Remote {
+            addr: r.remote_addr,
+            rkey: r.rkey,
+        }
+    };
+    let atomic = || {
+        // SAFETY: per the function's contract, for the atomic opcodes.
+        unsafe { &*wr.cast::<bindings::ib_atomic_wr>() }
+    };
+    Some(match opcode {
+        bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, false),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (SendOp::Send, true),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (SendOp::RdmaWrite(rdma()), false),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), true),
+        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), false),
+        bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
+            let a = atomic();
+            let remote = Remote {
+                addr: a.remote_addr,
+                rkey: a.rkey,
+            };
+            (
+                SendOp::CompareSwap {
+                    remote,
+                    compare: a.compare_add,
+                    swap: a.swap,
+                },
+                false,
+            )
+        }
+        bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
+            let a = atomic();
+            let remote = Remote {
+                addr: a.remote_addr,
+                rkey: a.rkey,
+            };
+            (
+                SendOp::FetchAdd {
+                    remote,
+                    add: a.compare_add,
+                },
+                false,
+            )
+        }
+        _ => return None,
+    })
+}
+
 /// A send work request list.
 pub(crate) type SendWrs<'a> = WrList<'a, bindings::ib_send_wr>;
 /// A receive work request list.
@@ -336,7 +425,7 @@ fn parse_modify(
         m.state = Some(QpState::from_c(attr.qp_state)?);
     }
     if has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
-        m.access_flags = Some(attr.qp_access_flags as u32);
+        m.access_flags = Some(Access::from_qp(attr.qp_access_flags as u32));
     }
     if has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
         m.path_mtu = Some(attr.path_mtu);
@@ -464,7 +553,7 @@ impl<T: Verbs> Adapter<T> {
                 attr.qp_state = state;
                 attr.cur_qp_state = state;
                 attr.path_mtu = q.path_mtu;
-                attr.qp_access_flags = q.access_flags as i32;
+                attr.qp_access_flags = q.access_flags.bits() as i32;
                 attr.dest_qp_num = q.dest_qpn;
                 attr.rq_psn = q.rq_psn;
                 attr.sq_psn = q.sq_psn;

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RDMA WRITE, WRITE_WITH_IMM, READ and the two atomics on RC QPs of
+ * rsoft0, and the error completions of rkey, bounds, access and alignment
+ * violations.
+ */
+#include <errno.h>
+#include <arpa/inet.h>
+
+#include "loopback.h"
+#include "kselftest_harness.h"
+
+#define REMOTE_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+		    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+FIXTURE(rdma) {
+	struct loopback lb;
+	char *target;			/* b's memory, open to a */
+	struct ibv_mr *tmr;
+};
+
+FIXTURE_SETUP(rdma)
+{
+	struct ibv_qp_attr attr = { .qp_access_flags = REMOTE_ALL };
+
+	ASSERT_EQ(0, loopback_init(&self->lb, 64, 64, 8192));
+	self->target = aligned_alloc(4096, 8192);
+	ASSERT_NE(NULL, self->target);
+	memset(self->target, 0, 8192);
+	self->tmr = ibv_reg_mr(self->lb.pd, self->target, 8192, REMOTE_ALL);
+	ASSERT_NE(NULL, self->tmr);
+	ASSERT_EQ(0, ibv_modify_qp(self->lb.b, &attr, IBV_QP_ACCESS_FLAGS));
+}
+
+FIXTURE_TEARDOWN(rdma)
+{
+	if (self->tmr)
+		ibv_dereg_mr(self->tmr);
+	loopback_fini(&self->lb);
+	free(self->target);
+}
+
+/* Posts one RDMA or atomic WR from a's buffer at @off, @len bytes. */
+static int post_rdma(struct loopback *lb, enum ibv_wr_opcode op, size_t off,
+		     uint32_t len, uint64_t raddr, uint32_t rkey,
+		     uint64_t compare_add, uint64_t swap)
+{
+	struct ibv_sge sge = { (uintptr_t)lb->buf + off, len, lb->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = op, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(0x1234),
+	}, *bad;
+
+	if (op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = compare_add;
+		wr.wr.atomic.swap = swap;
+	} else {
+		wr.wr.rdma.remote_addr = raddr;
+		wr.wr.rdma.rkey = rkey;
+	}
+	return ibv_post_send(lb->a, &wr, &bad);
+}
+
+static struct ibv_wc poll1(struct ibv_cq *cq)
+{
+	struct ibv_wc wc = { .status = -1 };
+
+	if (ibv_poll_cq(cq, 1, &wc) != 1)
+		wc.status = -1;
+	return wc;
+}
+
+TEST_F(rdma, write)
+{
+	struct ibv_wc wc;
+	struct ibv_wc none;
+
+	for (int i = 0; i < 5000; i++)
+		self->lb.buf[i] = i * 3;
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_WRITE, 0, 5000,
+			       (uintptr_t)self->target + 100, self->tmr->rkey, 0, 0));
+	wc = poll1(self->lb.scq);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_WC_RDMA_WRITE, wc.opcode);
+	EXPECT_EQ(0, memcmp(self->lb.buf, self->target + 100, 5000));
+	/* No receive consumed, no receive completion. */
+	EXPECT_EQ(0, ibv_poll_cq(self->lb.rcq, 1, &none));
+}
+
+TEST_F(rdma, write_with_imm)
+{
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(&self->lb, self->lb.b, 7, 4096, 16));
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_WRITE_WITH_IMM, 0, 64,
+			       (uintptr_t)self->target, self->tmr->rkey, 0, 0));
+	wc = poll1(self->lb.rcq);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(7, wc.wr_id);
+	EXPECT_EQ(IBV_WC_RECV_RDMA_WITH_IMM, wc.opcode);
+	EXPECT_EQ(IBV_WC_WITH_IMM, wc.wc_flags & IBV_WC_WITH_IMM);
+	EXPECT_EQ(htonl(0x1234), wc.imm_data);
+	EXPECT_EQ(64, wc.byte_len);
+	EXPECT_EQ(IBV_WC_SUCCESS, poll1(self->lb.scq).status);
+}
+
+TEST_F(rdma, read)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < 6000; i++)
+		self->target[i] = i * 5;
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_READ, 1000, 6000,
+			       (uintptr_t)self->target, self->tmr->rkey, 0, 0));
+	wc = poll1(self->lb.scq);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_WC_RDMA_READ, wc.opcode);
+	EXPECT_EQ(6000, wc.byte_len);
+	EXPECT_EQ(0, memcmp(self->lb.buf + 1000, self->target, 6000));
+}
+
+TEST_F(rdma, atomics)
+{
+	uint64_t *word = (uint64_t *)(self->target + 64);
+	uint64_t *result = (uint64_t *)self->lb.buf;
+	struct ibv_wc wc;
+
+	*word = 40;
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8,
+			       (uintptr_t)word, self->tmr->rkey, 2, 0));
+	wc = poll1(self->lb.scq);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_WC_FETCH_ADD, wc.opcode);
+	EXPECT_EQ(40, *result);
+	EXPECT_EQ(42, *word);
+
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 8,
+			       (uintptr_t)word, self->tmr->rkey, 42, 7));
+	wc = poll1(self->lb.scq);
+	EXPECT_EQ(IBV_WC_COMP_SWAP, wc.opcode);
+	EXPECT_EQ(42, *result);
+	EXPECT_EQ(7, *word);
+	/* A failed compare leaves the word and returns it. */
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_ATOMIC_CMP_AND_SWP, 0, 8,
+			       (uintptr_t)word, self->tmr->rkey, 42, 9));
+	EXPECT_EQ(IBV_WC_SUCCESS, poll1(self->lb.scq).status);
+	EXPECT_EQ(7, *result);
+	EXPECT_EQ(7, *word);
+}
+
+/* Each violation: REM_* error on the requester, which goes to ERR. */
+static void expect_remote_error(struct __test_metadata *_metadata,
+				struct loopback *lb, enum ibv_wc_status status)
+{
+	struct ibv_wc wc = poll1(lb->scq);
+
+	EXPECT_EQ(status, wc.status);
+	EXPECT_EQ(lb->a->qp_num, wc.qp_num);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+}
+
+TEST_F(rdma, bad_rkey)
+{
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_WRITE, 0, 64,
+			       (uintptr_t)self->target, self->tmr->rkey + 0x100, 0, 0));
+	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(rdma, write_out_of_bounds)
+{
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_WRITE, 0, 200,
+			       (uintptr_t)self->target + 8100, self->tmr->rkey, 0, 0));
+	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(rdma, read_out_of_bounds)
+{
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_READ, 0, 64,
+			       (uintptr_t)self->target - 8, self->tmr->rkey, 0, 0));
+	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_ACCESS_ERR);
+}
+
+/* An MR registered without REMOTE_WRITE cannot be written remotely. */
+TEST_F(rdma, mr_without_remote_write)
+{
+	struct ibv_mr *ro = ibv_reg_mr(self->lb.pd, self->target, 4096,
+				       IBV_ACCESS_REMOTE_READ);
+
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_WRITE, 0, 64,
+			       (uintptr_t)self->target, ro->rkey, 0, 0));
+	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_ACCESS_ERR);
+	EXPECT_EQ(0, ibv_dereg_mr(ro));
+}
+
+/* A QP that does not grant REMOTE_READ refuses reads into any MR. */
+TEST_F(rdma, qp_without_remote_read)
+{
+	struct ibv_qp_attr attr = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	ASSERT_EQ(0, ibv_modify_qp(self->lb.b, &attr, IBV_QP_ACCESS_FLAGS));
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_RDMA_READ, 0, 64,
+			       (uintptr_t)self->target, self->tmr->rkey, 0, 0));
+	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_ACCESS_ERR);
+}
+
+TEST_F(rdma, misaligned_atomic)
+{
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8,
+			       (uintptr_t)self->target + 4, self->tmr->rkey, 1, 0));
+	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_INV_REQ_ERR);
+}
+
+TEST_HARNESS_MAIN
