@@ -5,7 +5,9 @@
 
 use crate::{
     cq::RsoftCq,
-    ib::{self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState, SendOp},
+    ib::{
+        self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState, QpType, SendOp,
+    },
     limits,
     mr::{MrEntry, SgeCopy},
     net::{Events, Net, QPN_BASE},
@@ -246,6 +248,7 @@ impl ib::Verbs for Rsoft {
                 attr.id,
                 0,
                 attr.pd,
+                attr.qp_type,
                 attr.cap,
                 attr.sq_sig_all,
                 (attr.send_cq, attr.recv_cq),
@@ -322,6 +325,12 @@ impl ib::Verbs for Rsoft {
             }
             for wr in wrs {
                 let wr = wr?;
+                // UC has no responder resources: no reads, no atomics.
+                if entry.qp_type == QpType::Uc
+                    && !matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_))
+                {
+                    return Err(EINVAL);
+                }
                 let wqe = Wqe {
                     wr_id: wr.wr_id,
                     op: wr.op,

@@ -26,8 +26,8 @@ pub(crate) use device::{DeviceConfig, Registration};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use mr::{Access, UserMemory};
 pub(crate) use qp::{
-    PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, RecvWrs, Remote, SendOp, SendWrs,
-    Sge,
+    PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp,
+    SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use verbs::Verbs;

@@ -11,7 +11,7 @@
 use crate::{
     cq::{CqEvent, Outcome, RsoftCq},
     device::Rsoft,
-    ib::{Access, CqRef, QpState, Remote, SendOp, Wc, WcOpcode, WcStatus},
+    ib::{Access, CqRef, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus},
     mr::{atomic, check_sges, copy_sges, BadSge, MrEntry, SgeCopy},
     qp::QpEntry,
 };
@@ -132,6 +132,9 @@ enum Attempt {
     },
     /// Receiver not ready; retry when it posts a receive.
     Wait,
+    /// UC: the responder cannot take it and nobody is told; the send
+    /// completes as sent.
+    Dropped,
 }
 
 impl Net {
@@ -222,8 +225,22 @@ impl Net {
         })
     }
 
-    /// Decides what the head send WQE of QP `qpn` comes to, touching nothing.
+    /// Decides what the head send WQE of QP `qpn` comes to, touching
+    /// nothing. On UC, whatever the responder would reject is dropped.
     fn attempt(&self, qpn: u32) -> Option<Attempt> {
+        let attempt = self.attempt_reliable(qpn)?;
+        if self.qp(qpn)?.qp_type != QpType::Uc {
+            return Some(attempt);
+        }
+        Some(match attempt {
+            Attempt::SenderError(WcStatus::LocalProtection | WcStatus::LocalLength)
+            | Attempt::Execute { .. } => attempt,
+            _ => Attempt::Dropped,
+        })
+    }
+
+    /// What the head send WQE of QP `qpn` comes to with RC's rules.
+    fn attempt_reliable(&self, qpn: u32) -> Option<Attempt> {
         let qp = self.qp(qpn)?;
         let (wqe, sges) = qp.sq.front()?;
         let lookup = |key| self.mr(key);
@@ -323,6 +340,10 @@ impl Net {
         let dest_qpn = |slot: u32| slot + QPN_BASE;
         match attempt {
             Attempt::Wait => false,
+            Attempt::Dropped => {
+                self.complete_sent(qpn, ev);
+                true
+            }
             Attempt::SenderError(status) => self.fail_head(qpn, Queue::Send, status, ev),
             Attempt::BothError {
                 dest,
@@ -407,17 +428,31 @@ impl Net {
                 wr_id: wqe.wr_id,
                 qp: sid,
                 status,
-                opcode: match wqe.op {
-                    SendOp::Send => WcOpcode::Send,
-                    SendOp::RdmaWrite(_) => WcOpcode::RdmaWrite,
-                    SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
-                    SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
-                    SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
-                },
+                opcode: wqe.send_opcode(),
                 byte_len: len,
                 ..Wc::EMPTY
             };
             self.complete(qpn, scq, send, false, ev);
+        }
+    }
+
+    /// Completes the head send WQE of `qpn` as sent, if it is signaled.
+    fn complete_sent(&mut self, qpn: u32, ev: &mut Events) {
+        let Some(qp) = self.qp_mut(qpn) else {
+            return;
+        };
+        let Some(wqe) = qp.sq.pop() else {
+            return;
+        };
+        if wqe.signaled || qp.sq_sig_all {
+            let wc = Wc {
+                wr_id: wqe.wr_id,
+                qp: qp.id,
+                opcode: wqe.send_opcode(),
+                ..Wc::EMPTY
+            };
+            let cq = qp.send_cq;
+            self.complete(qpn, cq, wc, false, ev);
         }
     }
 

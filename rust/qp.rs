@@ -4,7 +4,7 @@
 
 use crate::{
     device::Rsoft,
-    ib::{CqRef, PdId, QpCap, QpId, QpModify, QpQuery, QpState, SendOp},
+    ib::{CqRef, PdId, QpCap, QpId, QpModify, QpQuery, QpState, QpType, SendOp, WcOpcode},
     mr::SgeCopy,
 };
 use kernel::prelude::*;
@@ -27,6 +27,17 @@ impl Wqe {
             SendOp::Send => true,
             SendOp::RdmaWrite(_) => self.imm.is_some(),
             _ => false,
+        }
+    }
+
+    /// The opcode of the requester's completion.
+    pub(crate) fn send_opcode(&self) -> WcOpcode {
+        match self.op {
+            SendOp::Send => WcOpcode::Send,
+            SendOp::RdmaWrite(_) => WcOpcode::RdmaWrite,
+            SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
+            SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
+            SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
         }
     }
 
@@ -115,6 +126,7 @@ pub(crate) struct QpEntry {
     pub(crate) id: QpId,
     pub(crate) qpn: u32,
     pub(crate) pd: PdId,
+    pub(crate) qp_type: QpType,
     pub(crate) state: QpState,
     pub(crate) cap: QpCap,
     pub(crate) sq_sig_all: bool,
@@ -130,6 +142,7 @@ impl QpEntry {
         id: QpId,
         qpn: u32,
         pd: PdId,
+        qp_type: QpType,
         cap: QpCap,
         sq_sig_all: bool,
         cqs: (CqRef<Rsoft>, CqRef<Rsoft>),
@@ -138,6 +151,7 @@ impl QpEntry {
             id,
             qpn,
             pd,
+            qp_type,
             state: QpState::Reset,
             cap,
             sq_sig_all,

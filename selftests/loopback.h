@@ -26,6 +26,7 @@ struct loopback {
 static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
 				    uint32_t dest_qpn, uint8_t rnr_retry)
 {
+	int uc = qp->qp_type == IBV_QPT_UC;
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
@@ -44,9 +45,10 @@ static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
 	attr.min_rnr_timer = 12;
 	attr.ah_attr.dlid = lid;
 	attr.ah_attr.port_num = 1;
+	/* UC has no responder resources, no retries, no acknowledgements. */
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | (uc ? 0 :
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
 		return -1;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
@@ -55,9 +57,9 @@ static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
 	attr.rnr_retry = rnr_retry;
 	attr.sq_psn = 0;
 	attr.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT |
-			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			     IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | (uc ? 0 :
+			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
 }
 
 static inline int rsoft_connect(struct ibv_qp *qp, uint16_t lid, uint32_t dest_qpn)

@@ -311,4 +311,35 @@ TEST_F(qp, stale_key)
 	EXPECT_EQ(0, ibv_dereg_mr(again));
 }
 
+/* UC: what the responder cannot take is dropped; the sender never knows. */
+TEST_F(qp, uc_drops_silently)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp_init_attr init = {
+		.send_cq = lb->scq, .recv_cq = lb->rcq,
+		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_UC,
+	};
+	struct ibv_qp *a = ibv_create_qp(lb->pd, &init);
+	struct ibv_qp *b = ibv_create_qp(lb->pd, &init);
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_EQ(0, rsoft_connect(a, 1, b->qp_num));
+	ASSERT_EQ(0, rsoft_connect(b, 1, a->qp_num));
+	ASSERT_EQ(0, post_send(lb, a, 1, 0, 8));	/* no receive posted */
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, poll_one(lb->rcq, &wc));
+	ASSERT_EQ(0, post_recv(lb, b, 2, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, a, 3, 0, 8));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(a));
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(b));
+	EXPECT_EQ(0, ibv_destroy_qp(a));
+	EXPECT_EQ(0, ibv_destroy_qp(b));
+}
+
 TEST_HARNESS_MAIN

@@ -83,6 +83,14 @@ for size in 1 4096 65536 1048576; do
 	done
 done
 
+# --- stock ibv_uc_pingpong between two processes
+for size in 1 4096 65536; do
+	for events in "" -e; do
+		"$top/selftests/pingpong.sh" "ibv_uc_pingpong -s $size -n 10000 -c $events" \
+			ibv_uc_pingpong -s "$size" -n 10000 -c $events
+	done
+done
+
 # --- perftest on RC between two processes
 for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do

@@ -39,6 +39,15 @@ impl PdId {
     }
 }
 
+/// Transport service (`enum ib_qp_type`), the ones rsoft implements.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum QpType {
+    /// Reliable connected: acknowledged, errors reported on both sides.
+    Rc,
+    /// Unreliable connected: no acknowledgements, lost messages are silent.
+    Uc,
+}
+
 /// QP state (`enum ib_qp_state`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum QpState {
@@ -111,6 +120,7 @@ impl QpCap {
 pub(crate) struct QpInitAttr<T: Verbs> {
     pub(crate) id: QpId,
     pub(crate) pd: PdId,
+    pub(crate) qp_type: QpType,
     /// Requested sizes; the driver may round them up.
     pub(crate) cap: QpCap,
     /// Every send WR completes with a CQE (`IB_SIGNAL_ALL_WR`).
@@ -480,11 +490,12 @@ impl<T: Verbs> Adapter<T> {
             // its device, PD and CQs set, and a valid `init`.
             unsafe {
                 let init = &mut *init;
-                // RC only, so far.
-                if init.qp_type != bindings::ib_qp_type_IB_QPT_RC
-                    || !init.srq.is_null()
-                    || init.create_flags != 0
-                {
+                let qp_type = match init.qp_type {
+                    bindings::ib_qp_type_IB_QPT_RC => QpType::Rc,
+                    bindings::ib_qp_type_IB_QPT_UC => QpType::Uc,
+                    _ => return Err(eopnotsupp()),
+                };
+                if !init.srq.is_null() || init.create_flags != 0 {
                     return Err(eopnotsupp());
                 }
                 let (Some(send_cq), Some(recv_cq)) =
@@ -495,6 +506,7 @@ impl<T: Verbs> Adapter<T> {
                 let mut attr = QpInitAttr {
                     id: QpId(qp),
                     pd: PdId::new((*qp).pd),
+                    qp_type,
                     cap: QpCap::from_c(&init.cap),
                     sq_sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
                     send_cq,
