@@ -371,7 +371,12 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
     };
     let atomic = || {
         // SAFETY: per the function's contract, for the atomic opcodes.
-        unsafe { &*wr.cast::<bindings::ib_atomic_wr>() }
+        let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
+        let remote = Remote {
+            addr: a.remote_addr,
+            rkey: a.rkey,
+        };
+        (remote, a.compare_add, a.swap)
     };
     Some(match opcode {
         bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, false),
@@ -380,33 +385,17 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
         bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), true),
         bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), false),
         bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
-            let a = atomic();
-            let remote = Remote {
-                addr: a.remote_addr,
-                rkey: a.rkey,
+            let (remote, compare, swap) = atomic();
+            let op = SendOp::CompareSwap {
+                remote,
+                compare,
+                swap,
             };
-            (
-                SendOp::CompareSwap {
-                    remote,
-                    compare: a.compare_add,
-                    swap: a.swap,
-                },
-                false,
-            )
+            (op, false)
         }
         bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
-            let a = atomic();
-            let remote = Remote {
-                addr: a.remote_addr,
-                rkey: a.rkey,
-            };
-            (
-                SendOp::FetchAdd {
-                    remote,
-                    add: a.compare_add,
-                },
-                false,
-            )
+            let (remote, add, _) = atomic();
+            (SendOp::FetchAdd { remote, add }, false)
         }
         _ => return None,
     })
