@@ -87,16 +87,16 @@ static inline struct ibv_qp *rsoft_rc_qp(struct loopback *lb, struct ibv_cq *scq
 }
 
 /*
- * Sets up a -> b: a sends with its completions on @scq_depth-entry scq; b
- * receives on a CQ big enough for @depth completions. Returns 0 or -1.
+ * Sets up a -> b on @dev: a sends with its completions on @scq_depth-entry
+ * scq; b receives on a CQ big enough for @depth completions. Returns 0 or -1.
  */
-static inline int loopback_init(struct loopback *lb, int scq_depth, int depth,
-				size_t len)
+static inline int loopback_init_dev(struct loopback *lb, const char *dev,
+				    int scq_depth, int depth, size_t len)
 {
 	struct ibv_port_attr port;
 
 	memset(lb, 0, sizeof(*lb));
-	lb->ctx = rsoft_open(RSOFT_DEV);
+	lb->ctx = rsoft_open(dev);
 	if (!lb->ctx || ibv_query_port(lb->ctx, 1, &port))
 		return -1;
 	lb->pd = ibv_alloc_pd(lb->ctx);
@@ -117,6 +117,12 @@ static inline int loopback_init(struct loopback *lb, int scq_depth, int depth,
 	    rsoft_connect(lb->b, port.lid, lb->a->qp_num))
 		return -1;
 	return 0;
+}
+
+static inline int loopback_init(struct loopback *lb, int scq_depth, int depth,
+				size_t len)
+{
+	return loopback_init_dev(lb, RSOFT_DEV, scq_depth, depth, len);
 }
 
 static inline void loopback_fini(struct loopback *lb)

@@ -103,6 +103,7 @@ check "rmmod rsoft" rmmod rsoft
 if insmod "$ko" devices=3; then
 	expect "devices=3: rsoft2 listed" '^\s+rsoft2\s+02005e0000000003$' ibv_devices
 	expect "devices=3: rsoft2 has LID 3" 'port_lid:\s+3$' ibv_devinfo -d rsoft2
+	"$bin/multidev"
 	check "devices=3: rmmod" rmmod rsoft
 else
 	fail "insmod rsoft.ko devices=3"
