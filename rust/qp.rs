@@ -165,30 +165,18 @@ impl QpEntry {
 
     /// Applies a validated modify.
     pub(crate) fn apply(&mut self, m: &QpModify) {
-        let a = &mut self.attr;
-        let set = |dst: &mut u8, v: Option<u8>| {
+        fn set<V: Copy>(dst: &mut V, v: Option<V>) {
             if let Some(v) = v {
-                *dst = v
+                *dst = v;
             }
-        };
-        if let Some(v) = m.access_flags {
-            a.access_flags = v;
         }
-        if let Some(v) = m.path_mtu {
-            a.path_mtu = v;
-        }
-        if let Some(v) = m.dest_lid {
-            a.dest_lid = v;
-        }
-        if let Some(v) = m.dest_qpn {
-            a.dest_qpn = v;
-        }
-        if let Some(v) = m.rq_psn {
-            a.rq_psn = v;
-        }
-        if let Some(v) = m.sq_psn {
-            a.sq_psn = v;
-        }
+        let a = &mut self.attr;
+        set(&mut a.access_flags, m.access_flags);
+        set(&mut a.path_mtu, m.path_mtu);
+        set(&mut a.dest_lid, m.dest_lid);
+        set(&mut a.dest_qpn, m.dest_qpn);
+        set(&mut a.rq_psn, m.rq_psn);
+        set(&mut a.sq_psn, m.sq_psn);
         set(&mut a.timeout, m.timeout);
         set(&mut a.retry_cnt, m.retry_cnt);
         set(&mut a.rnr_retry, m.rnr_retry);

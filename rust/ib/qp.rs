@@ -423,43 +423,24 @@ fn parse_modify(
     if has(bindings::ib_qp_attr_mask_IB_QP_STATE) {
         m.state = Some(QpState::from_c(attr.qp_state)?);
     }
-    if has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS) {
-        m.access_flags = Some(Access::from_qp(attr.qp_access_flags as u32));
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
-        m.path_mtu = Some(attr.path_mtu);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_AV) {
-        // SAFETY: IB link layer: the core fills the `ib` member of the AV.
-        m.dest_lid = Some(unsafe { attr.ah_attr.__bindgen_anon_1.ib.dlid });
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN) {
-        m.dest_qpn = Some(attr.dest_qp_num);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN) {
-        m.rq_psn = Some(attr.rq_psn);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN) {
-        m.sq_psn = Some(attr.sq_psn);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT) {
-        m.timeout = Some(attr.timeout);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT) {
-        m.retry_cnt = Some(attr.retry_cnt);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY) {
-        m.rnr_retry = Some(attr.rnr_retry);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER) {
-        m.min_rnr_timer = Some(attr.min_rnr_timer);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC) {
-        m.max_rd_atomic = Some(attr.max_rd_atomic);
-    }
-    if has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC) {
-        m.max_dest_rd_atomic = Some(attr.max_dest_rd_atomic);
-    }
+    // SAFETY: IB link layer: the core fills the `ib` member of the AV.
+    let dlid = unsafe { attr.ah_attr.__bindgen_anon_1.ib.dlid };
+    m.dest_lid = has(bindings::ib_qp_attr_mask_IB_QP_AV).then_some(dlid);
+    m.access_flags = has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+        .then(|| Access::from_qp(attr.qp_access_flags as u32));
+    m.path_mtu = has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU).then_some(attr.path_mtu);
+    m.dest_qpn = has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(attr.dest_qp_num);
+    m.rq_psn = has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(attr.rq_psn);
+    m.sq_psn = has(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN).then_some(attr.sq_psn);
+    m.timeout = has(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT).then_some(attr.timeout);
+    m.retry_cnt = has(bindings::ib_qp_attr_mask_IB_QP_RETRY_CNT).then_some(attr.retry_cnt);
+    m.rnr_retry = has(bindings::ib_qp_attr_mask_IB_QP_RNR_RETRY).then_some(attr.rnr_retry);
+    m.min_rnr_timer =
+        has(bindings::ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER).then_some(attr.min_rnr_timer);
+    m.max_rd_atomic =
+        has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC).then_some(attr.max_rd_atomic);
+    m.max_dest_rd_atomic =
+        has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC).then_some(attr.max_dest_rd_atomic);
     Ok(m)
 }
 
