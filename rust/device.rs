@@ -27,6 +27,7 @@ pub(crate) struct RsoftDevice {
     lid: u16,
     pds: AtomicU32,
     cqs: AtomicU32,
+    ahs: AtomicU32,
     #[pin]
     net: IrqSpinLock<Net>,
 }
@@ -47,12 +48,18 @@ pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Re
         ports: 1,
         comp_vectors: 1,
     };
-    let net = Net::new(lid, limits::MAX_QP, limits::MAX_MR)?;
+    let net = Net::new(
+        lid,
+        ib::Gid::link_local(guid),
+        limits::MAX_QP,
+        limits::MAX_MR,
+    )?;
     let data = try_pin_init!(RsoftDevice {
         guid,
         lid,
         pds: AtomicU32::new(0),
         cqs: AtomicU32::new(0),
+        ahs: AtomicU32::new(0),
         net <- new_irq_spinlock!(net, "rsoft_net"),
     }? Error);
     ib::Registration::new(module, &config, data)
@@ -325,10 +332,14 @@ impl ib::Verbs for Rsoft {
             }
             for wr in wrs {
                 let wr = wr?;
-                // UC has no responder resources: no reads, no atomics.
-                if entry.qp_type == QpType::Uc
-                    && !matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_))
-                {
+                // UC has no responder resources: no reads, no atomics; UD
+                // only sends, each to an address.
+                let allowed = match entry.qp_type {
+                    QpType::Rc => true,
+                    QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
+                    QpType::Ud => matches!(wr.op, SendOp::Send) && wr.datagram.is_some(),
+                };
+                if !allowed {
                     return Err(EINVAL);
                 }
                 let wqe = Wqe {
@@ -338,6 +349,7 @@ impl ib::Verbs for Rsoft {
                     solicited: wr.solicited,
                     imm: wr.imm,
                     num_sge: wr.sges.len(),
+                    datagram: wr.datagram,
                 };
                 entry.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
             }
@@ -364,6 +376,7 @@ impl ib::Verbs for Rsoft {
                     solicited: false,
                     imm: None,
                     num_sge: wr.sges.len(),
+                    datagram: None,
                 };
                 entry.rq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
             }
@@ -372,6 +385,18 @@ impl ib::Verbs for Rsoft {
         // Flush if in error; resume a peer waiting for this receive.
         dev.progress(qp.qpn);
         posted
+    }
+
+    fn new_ah(dev: &RsoftDevice, addr: &ib::Address) -> Result {
+        // One port, one GID.
+        if addr.port != 1 || addr.grh.is_some_and(|g| g.sgid_index != 0) {
+            return Err(EINVAL);
+        }
+        take(&dev.ahs, limits::MAX_AH)
+    }
+
+    fn release_ah(dev: &RsoftDevice) {
+        dev.ahs.fetch_sub(1, Ordering::Relaxed);
     }
 
     fn reg_user_mr(

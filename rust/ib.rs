@@ -8,6 +8,7 @@
 //! allocates (`ib_ucontext`, `ib_pd`, ...) carry the driver's data right after
 //! the core's struct; see [`object`].
 
+mod ah;
 mod attr;
 mod bindings;
 mod cq;
@@ -20,14 +21,15 @@ mod qp;
 mod res;
 mod verbs;
 
+pub(crate) use ah::{Address, Grh};
 pub(crate) use attr::{DeviceAttr, Gid, Mtu, PhysState, PortAttr, PortState};
 pub(crate) use cq::{CqArm, CqAttr, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use mr::{Access, UserMemory};
 pub(crate) use qp::{
-    PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp,
-    SendWrs, Sge,
+    Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, Remote,
+    SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use verbs::Verbs;

@@ -67,35 +67,101 @@ impl From<&Sge> for SgeCopy {
     }
 }
 
+/// Walks the bytes an SGE list names, a contiguous piece at a time.
+struct Cursor<'s> {
+    sges: core::slice::Iter<'s, SgeCopy>,
+    cur: Option<SgeCopy>,
+    /// Bytes of `cur` already walked.
+    done: u32,
+}
+
+impl<'s> Cursor<'s> {
+    fn new(sges: &'s [SgeCopy]) -> Self {
+        let mut c = Self {
+            sges: sges.iter(),
+            cur: None,
+            done: 0,
+        };
+        c.cur = c.next_sge();
+        c
+    }
+
+    fn next_sge(&mut self) -> Option<SgeCopy> {
+        self.sges.find(|s| s.length > 0).copied()
+    }
+
+    /// The next piece, at most `max` bytes: its SGE, the offset in that
+    /// SGE and the length.
+    fn take(&mut self, max: u32) -> Option<(SgeCopy, u32, u32)> {
+        let cur = self.cur?;
+        let (offset, len) = (self.done, (cur.length - self.done).min(max));
+        self.done += len;
+        if self.done == cur.length {
+            self.cur = self.next_sge();
+            self.done = 0;
+        }
+        Some((cur, offset, len))
+    }
+
+    /// Steps over `len` bytes.
+    fn skip(&mut self, mut len: u32) -> Result {
+        while len > 0 {
+            len -= self.take(len).ok_or(EINVAL)?.2;
+        }
+        Ok(())
+    }
+}
+
+/// The region an SGE names and the offset in it of the SGE's byte `at`.
+fn locate<'a>(
+    lookup: &impl Fn(u32) -> Option<&'a MrEntry>,
+    sge: SgeCopy,
+    at: u32,
+) -> Result<(&'a MrEntry, u64)> {
+    let mr = lookup(sge.lkey).ok_or(EINVAL)?;
+    let off = mr.offset_of(sge.addr, sge.length.into()).ok_or(EINVAL)?;
+    Ok((mr, off + u64::from(at)))
+}
+
 /// Copies the bytes the `src` SGEs name into the buffers the `dst` SGEs
-/// name, in order. Both lists were checked with [`check_sges`] and `dst`
-/// holds at least as many bytes as `src`.
+/// name from their byte `skip` on, in order. Both lists were checked with
+/// [`check_sges`] and `dst` holds at least `skip` more bytes than `src`.
 pub(crate) fn copy_sges<'a>(
     lookup: impl Fn(u32) -> Option<&'a MrEntry>,
     dst: &[SgeCopy],
+    skip: u32,
     src: &[SgeCopy],
 ) -> Result {
-    let mut dst = dst.iter().filter(|s| s.length > 0);
-    let mut d = dst.next().copied();
-    let mut d_done = 0u32;
-    for s in src.iter().filter(|s| s.length > 0) {
-        let smr = lookup(s.lkey).ok_or(EINVAL)?;
-        let mut s_done = 0u32;
-        while s_done < s.length {
-            let cur = d.ok_or(EINVAL)?;
-            let dmr = lookup(cur.lkey).ok_or(EINVAL)?;
-            let chunk = (s.length - s_done).min(cur.length - d_done);
-            let soff = smr.offset_of(s.addr, s.length.into()).ok_or(EINVAL)? + u64::from(s_done);
-            let doff =
-                dmr.offset_of(cur.addr, cur.length.into()).ok_or(EINVAL)? + u64::from(d_done);
-            UserMemory::copy(&dmr.mem, doff, &smr.mem, soff, chunk.into())?;
-            s_done += chunk;
-            d_done += chunk;
-            if d_done == cur.length {
-                d = dst.next().copied();
-                d_done = 0;
-            }
+    let mut dst = Cursor::new(dst);
+    dst.skip(skip)?;
+    let mut src = Cursor::new(src);
+    while let Some((s, s_at, len)) = src.take(u32::MAX) {
+        let (smr, soff) = locate(&lookup, s, s_at)?;
+        let mut moved = 0;
+        while moved < len {
+            let (d, d_at, n) = dst.take(len - moved).ok_or(EINVAL)?;
+            let (dmr, doff) = locate(&lookup, d, d_at)?;
+            UserMemory::copy(&dmr.mem, doff, &smr.mem, soff + u64::from(moved), n.into())?;
+            moved += n;
         }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` at the start of the buffers the (checked) `dst` SGEs name.
+pub(crate) fn write_sges<'a>(
+    lookup: impl Fn(u32) -> Option<&'a MrEntry>,
+    dst: &[SgeCopy],
+    bytes: &[u8],
+) -> Result {
+    let mut dst = Cursor::new(dst);
+    let mut done = 0;
+    while done < bytes.len() {
+        let left = u32::try_from(bytes.len() - done)?;
+        let (d, d_at, n) = dst.take(left).ok_or(EINVAL)?;
+        let (dmr, doff) = locate(&lookup, d, d_at)?;
+        dmr.mem.write(doff, &bytes[done..done + n as usize])?;
+        done += n as usize;
     }
     Ok(())
 }

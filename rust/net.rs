@@ -11,14 +11,21 @@
 use crate::{
     cq::{CqEvent, Outcome, RsoftCq},
     device::Rsoft,
-    ib::{Access, CqRef, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus},
-    mr::{atomic, check_sges, copy_sges, BadSge, MrEntry, SgeCopy},
+    grh::{self, GRH_LEN},
+    ib::{Access, CqRef, Datagram, Gid, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus},
+    mr::{atomic, check_sges, copy_sges, write_sges, BadSge, MrEntry, SgeCopy},
     qp::QpEntry,
 };
 use kernel::prelude::*;
 
 /// QP numbers start here (0 and 1 are the IB special QPs).
 pub(crate) const QPN_BASE: u32 = 0x100;
+
+/// The largest UD message: the port's MTU (4096).
+const UD_MAX_MESSAGE: u64 = 4096;
+
+/// A `remote_qkey` with this bit set means "use the sending QP's Q_Key".
+const QKEY_FROM_QP: u32 = 1 << 31;
 
 /// A table of objects owned by the device, indexed by slot, with a stack
 /// of free slots so that insertion never allocates.
@@ -100,6 +107,8 @@ impl Events {
 /// The device's loopback network.
 pub(crate) struct Net {
     pub(crate) lid: u16,
+    /// The port's GID, the source of every GRH.
+    gid: Gid,
     pub(crate) qps: Table<QpEntry>,
     pub(crate) mrs: Table<MrEntry>,
     /// Bumped on each MR registration; the low byte of every key.
@@ -132,15 +141,18 @@ enum Attempt {
     },
     /// Receiver not ready; retry when it posts a receive.
     Wait,
+    /// UD: the receive it lands in completes in error; the send succeeds.
+    ReceiverError { dest: u32, status: WcStatus },
     /// UC: the responder cannot take it and nobody is told; the send
     /// completes as sent.
     Dropped,
 }
 
 impl Net {
-    pub(crate) fn new(lid: u16, max_qp: u32, max_mr: u32) -> Result<Self> {
+    pub(crate) fn new(lid: u16, gid: Gid, max_qp: u32, max_mr: u32) -> Result<Self> {
         Ok(Self {
             lid,
+            gid,
             qps: Table::new(max_qp)?,
             mrs: Table::new(max_mr)?,
             mr_generation: 0,
@@ -228,8 +240,12 @@ impl Net {
     /// Decides what the head send WQE of QP `qpn` comes to, touching
     /// nothing. On UC, whatever the responder would reject is dropped.
     fn attempt(&self, qpn: u32) -> Option<Attempt> {
+        let qp_type = self.qp(qpn)?.qp_type;
+        if qp_type == QpType::Ud {
+            return self.attempt_datagram(qpn);
+        }
         let attempt = self.attempt_reliable(qpn)?;
-        if self.qp(qpn)?.qp_type != QpType::Uc {
+        if qp_type != QpType::Uc {
             return Some(attempt);
         }
         Some(match attempt {
@@ -332,6 +348,50 @@ impl Net {
         })
     }
 
+    /// What the head send WQE of UD QP `qpn` comes to: whatever does not
+    /// reach a ready receive is dropped without a word.
+    fn attempt_datagram(&self, qpn: u32) -> Option<Attempt> {
+        let qp = self.qp(qpn)?;
+        let (wqe, sges) = qp.sq.front()?;
+        let lookup = |key| self.mr(key);
+        let Ok(len) = check_sges(lookup, qp.pd, Access::LOCAL_READ, sges) else {
+            return Some(Attempt::SenderError(WcStatus::LocalProtection));
+        };
+        if len > UD_MAX_MESSAGE {
+            return Some(Attempt::SenderError(WcStatus::LocalLength));
+        }
+        let d = wqe.datagram?;
+        let qkey = if d.remote_qkey & QKEY_FROM_QP != 0 {
+            qp.attr.qkey
+        } else {
+            d.remote_qkey
+        };
+        let dest = self.qp(d.remote_qpn).filter(|dest| {
+            d.address.dlid == self.lid
+                && dest.qp_type == QpType::Ud
+                && matches!(dest.state, QpState::Rtr | QpState::Rts)
+                && dest.attr.qkey == qkey
+        });
+        let Some((dest, (_, rsges))) = dest.and_then(|dest| Some((dest, dest.rq.front()?))) else {
+            return Some(Attempt::Dropped);
+        };
+        let dest_slot = Net::qp_slot(d.remote_qpn);
+        let fail = |status| Attempt::ReceiverError {
+            dest: dest_slot,
+            status,
+        };
+        Some(
+            match check_sges(lookup, dest.pd, Access::LOCAL_WRITE, rsges) {
+                Err(BadSge) => fail(WcStatus::LocalProtection),
+                Ok(room) if room < len + u64::from(GRH_LEN) => fail(WcStatus::LocalLength),
+                Ok(_) => Attempt::Execute {
+                    dest: dest_slot,
+                    len: len as u32,
+                },
+            },
+        )
+    }
+
     /// Executes the head send WQE of QP `qpn`.
     fn send_one(&mut self, qpn: u32, ev: &mut Events) -> bool {
         let Some(attempt) = self.attempt(qpn) else {
@@ -345,6 +405,11 @@ impl Net {
                 true
             }
             Attempt::SenderError(status) => self.fail_head(qpn, Queue::Send, status, ev),
+            Attempt::ReceiverError { dest, status } => {
+                self.fail_head(dest_qpn(dest), Queue::Recv, status, ev);
+                self.complete_sent(qpn, ev);
+                true
+            }
             Attempt::BothError {
                 dest,
                 sender,
@@ -372,9 +437,18 @@ impl Net {
             lkey: r.rkey,
         };
         match wqe.op {
-            SendOp::Send => copy_sges(lookup, rqp.rq.front().ok_or(EINVAL)?.1, sges),
-            SendOp::RdmaWrite(r) => copy_sges(lookup, &[remote(r)], sges),
-            SendOp::RdmaRead(r) => copy_sges(lookup, sges, &[remote(r)]),
+            SendOp::Send => {
+                let rsges = rqp.rq.front().ok_or(EINVAL)?.1;
+                let Some(d) = wqe.datagram else {
+                    return copy_sges(lookup, rsges, 0, sges);
+                };
+                if let Some(route) = &d.address.grh {
+                    write_sges(lookup, rsges, &grh::header(self.gid, route, len))?;
+                }
+                copy_sges(lookup, rsges, GRH_LEN, sges)
+            }
+            SendOp::RdmaWrite(r) => copy_sges(lookup, &[remote(r)], 0, sges),
+            SendOp::RdmaRead(r) => copy_sges(lookup, sges, 0, &[remote(r)]),
             SendOp::CompareSwap {
                 remote,
                 compare,
@@ -406,6 +480,11 @@ impl Net {
             let Some(rwqe) = rqp.rq.pop() else {
                 return;
             };
+            // A UD receive always counts the GRH space.
+            let (grh_len, grh) = match wqe.datagram {
+                Some(Datagram { address, .. }) => (GRH_LEN, address.grh.is_some()),
+                None => (0, false),
+            };
             let recv = Wc {
                 wr_id: rwqe.wr_id,
                 qp: rqp.id,
@@ -414,10 +493,11 @@ impl Net {
                     SendOp::Send => WcOpcode::Recv,
                     _ => WcOpcode::RecvRdmaWithImm,
                 },
-                byte_len: len,
+                byte_len: len + grh_len,
                 imm: wqe.imm,
                 src_qp: qpn,
                 slid: lid,
+                grh,
                 ..Wc::EMPTY
             };
             let rcq = rqp.recv_cq;

@@ -4,7 +4,9 @@
 
 use crate::{
     device::Rsoft,
-    ib::{CqRef, PdId, QpCap, QpId, QpModify, QpQuery, QpState, QpType, SendOp, WcOpcode},
+    ib::{
+        CqRef, Datagram, PdId, QpCap, QpId, QpModify, QpQuery, QpState, QpType, SendOp, WcOpcode,
+    },
     mr::SgeCopy,
 };
 use kernel::prelude::*;
@@ -18,6 +20,8 @@ pub(crate) struct Wqe {
     pub(crate) solicited: bool,
     pub(crate) imm: Option<u32>,
     pub(crate) num_sge: usize,
+    /// UD: the destination, copied from the address handle when posted.
+    pub(crate) datagram: Option<Datagram>,
 }
 
 impl Wqe {
@@ -48,6 +52,7 @@ impl Wqe {
         solicited: false,
         imm: None,
         num_sge: 0,
+        datagram: None,
     };
 }
 
@@ -183,6 +188,7 @@ impl QpEntry {
         set(&mut a.min_rnr_timer, m.min_rnr_timer);
         set(&mut a.max_rd_atomic, m.max_rd_atomic);
         set(&mut a.max_dest_rd_atomic, m.max_dest_rd_atomic);
+        set(&mut a.qkey, m.qkey);
         let Some(next) = m.state else {
             return;
         };

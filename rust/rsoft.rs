@@ -7,6 +7,7 @@ use kernel::prelude::*;
 
 mod cq;
 mod device;
+mod grh;
 mod ib;
 mod limits;
 mod mr;

@@ -91,10 +91,24 @@ for size in 1 4096 65536; do
 	done
 done
 
-# --- perftest on RC between two processes
+# --- stock ibv_ud_pingpong: payload after the GRH space; -g 0 adds a GRH
+for grh in "" "-g 0"; do
+	for events in "" -e; do
+		"$top/selftests/pingpong.sh" "ibv_ud_pingpong -s 2048 -n 5000 -c $grh $events" \
+			ibv_ud_pingpong -s 2048 -n 5000 -c $grh $events
+	done
+done
+
+# --- perftest between two processes: RC, and the UC/UD variants it has
 for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
 	"$top/selftests/pingpong.sh" "perftest $t (RC)" "$t" -n 1000 -F
+done
+for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
+	"$top/selftests/pingpong.sh" "perftest $t (UC)" "$t" -c UC -n 1000 -F
+done
+for t in ib_send_bw ib_send_lat; do
+	"$top/selftests/pingpong.sh" "perftest $t (UD)" "$t" -c UD -n 1000 -F
 done
 
 check "rmmod rsoft" rmmod rsoft

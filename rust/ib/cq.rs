@@ -82,6 +82,8 @@ pub(crate) struct Wc {
     pub(crate) imm: Option<u32>,
     pub(crate) src_qp: u32,
     pub(crate) slid: u16,
+    /// UD: the first 40 bytes of the receive buffer hold a GRH.
+    pub(crate) grh: bool,
 }
 
 // A CQ ring stores these: keep them small (Documentation/rsoft.rst).
@@ -99,6 +101,7 @@ impl Wc {
         imm: None,
         src_qp: 0,
         slid: 0,
+        grh: false,
     };
 }
 
@@ -148,11 +151,9 @@ impl WcSink<'_> {
         c.src_qp = wc.src_qp;
         c.slid = wc.slid.into();
         // Only GRH and WITH_IMM mean the same to the kernel and libibverbs.
-        c.wc_flags = if wc.imm.is_some() {
-            bindings::ib_wc_flags_IB_WC_WITH_IMM as i32
-        } else {
-            0
-        };
+        let flag = |set: bool, bit: u32| if set { bit as i32 } else { 0 };
+        c.wc_flags = flag(wc.imm.is_some(), bindings::ib_wc_flags_IB_WC_WITH_IMM)
+            | flag(wc.grh, bindings::ib_wc_flags_IB_WC_GRH);
         c.pkey_index = 0;
         c.sl = 0;
         c.dlid_path_bits = 0;

@@ -4,7 +4,14 @@
 //! request lists that `post_send` and `post_recv` receive.
 
 use super::{
-    bindings, cq::CqRef, eopnotsupp, mr::Access, object::CoreObject, verbs::Adapter, Verbs,
+    ah::{self, Address},
+    bindings,
+    cq::CqRef,
+    eopnotsupp,
+    mr::Access,
+    object::CoreObject,
+    verbs::Adapter,
+    Verbs,
 };
 use core::{marker::PhantomData, ptr};
 use kernel::{error::from_result, ffi, prelude::*};
@@ -46,6 +53,8 @@ pub(crate) enum QpType {
     Rc,
     /// Unreliable connected: no acknowledgements, lost messages are silent.
     Uc,
+    /// Unreliable datagram: each send names its destination.
+    Ud,
 }
 
 /// QP state (`enum ib_qp_state`).
@@ -145,6 +154,7 @@ pub(crate) struct QpModify {
     pub(crate) min_rnr_timer: Option<u8>,
     pub(crate) max_rd_atomic: Option<u8>,
     pub(crate) max_dest_rd_atomic: Option<u8>,
+    pub(crate) qkey: Option<u32>,
     mask: u32,
     qp_type: bindings::ib_qp_type,
 }
@@ -179,6 +189,7 @@ pub(crate) struct QpQuery {
     pub(crate) min_rnr_timer: u8,
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) qkey: u32,
 }
 
 /// One scatter/gather element (`struct ib_sge`).
@@ -235,6 +246,15 @@ pub(crate) enum SendOp {
     },
 }
 
+/// Where a UD send goes (`struct ib_ud_wr`), copied out of the address
+/// handle when posted.
+#[derive(Clone, Copy)]
+pub(crate) struct Datagram {
+    pub(crate) address: Address,
+    pub(crate) remote_qpn: u32,
+    pub(crate) remote_qkey: u32,
+}
+
 /// One send work request.
 pub(crate) struct SendWr<'a> {
     pub(crate) wr_id: u64,
@@ -244,6 +264,8 @@ pub(crate) struct SendWr<'a> {
     /// Immediate data, network byte order.
     pub(crate) imm: Option<u32>,
     pub(crate) sges: &'a [Sge],
+    /// The destination, on a UD QP.
+    pub(crate) datagram: Option<Datagram>,
 }
 
 /// One receive work request.
@@ -257,14 +279,17 @@ pub(crate) struct RecvWr<'a> {
 pub(crate) struct WrList<'a, W> {
     next: *const W,
     current: *const W,
+    /// The QP is UD: its send WRs are `ib_ud_wr`s.
+    datagram: bool,
     _list: PhantomData<&'a W>,
 }
 
 impl<W> WrList<'_, W> {
-    fn new(head: *const W) -> Self {
+    fn new(head: *const W, datagram: bool) -> Self {
         Self {
             next: head,
             current: ptr::null(),
+            datagram,
             _list: PhantomData,
         }
     }
@@ -318,6 +343,16 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         };
         // SAFETY: a plain integer union; meaningful for *_WITH_IMM only.
         let imm = unsafe { wr.ex.imm_data };
+        let datagram = if self.datagram {
+            // SAFETY: on a UD QP the core passes `ib_ud_wr`s, whose AH is
+            // live for the call and belongs to this device.
+            match unsafe { datagram(self.current) } {
+                Some(d) => Some(d),
+                None => return Some(Err(EINVAL)),
+            }
+        } else {
+            None
+        };
         Some(Ok(SendWr {
             op,
             // SAFETY: for user and wr_id-based kernel WRs this is the id;
@@ -327,6 +362,7 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
             imm: with_imm.then_some(imm),
             sges,
+            datagram,
         }))
     }
 }
@@ -350,6 +386,23 @@ impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
             sges,
         }))
     }
+}
+
+/// Reads the destination of a UD send WR.
+///
+/// # Safety
+///
+/// `wr` is the first member of a valid `ib_ud_wr` whose AH, if any, is a
+/// live AH of a device routed by [`Adapter`].
+unsafe fn datagram(wr: *const bindings::ib_send_wr) -> Option<Datagram> {
+    // SAFETY: per the function's contract.
+    let ud = unsafe { &*wr.cast::<bindings::ib_ud_wr>() };
+    Some(Datagram {
+        // SAFETY: per the function's contract.
+        address: *unsafe { ah::address(ud.ah) }?,
+        remote_qpn: ud.remote_qpn,
+        remote_qkey: ud.remote_qkey,
+    })
 }
 
 /// Reads the operation of a send WR and whether it carries immediate data.
@@ -441,6 +494,7 @@ fn parse_modify(
         has(bindings::ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC).then_some(attr.max_rd_atomic);
     m.max_dest_rd_atomic =
         has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC).then_some(attr.max_dest_rd_atomic);
+    m.qkey = has(bindings::ib_qp_attr_mask_IB_QP_QKEY).then_some(attr.qkey);
     Ok(m)
 }
 
@@ -463,6 +517,7 @@ impl<T: Verbs> Adapter<T> {
                 let qp_type = match init.qp_type {
                     bindings::ib_qp_type_IB_QPT_RC => QpType::Rc,
                     bindings::ib_qp_type_IB_QPT_UC => QpType::Uc,
+                    bindings::ib_qp_type_IB_QPT_UD => QpType::Ud,
                     _ => return Err(eopnotsupp()),
                 };
                 if !init.srq.is_null() || init.create_flags != 0 {
@@ -545,6 +600,7 @@ impl<T: Verbs> Adapter<T> {
                 attr.min_rnr_timer = q.min_rnr_timer;
                 attr.max_rd_atomic = q.max_rd_atomic;
                 attr.max_dest_rd_atomic = q.max_dest_rd_atomic;
+                attr.qkey = q.qkey;
                 attr.port_num = 1;
                 attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
                 attr.ah_attr.port_num = 1;
@@ -589,7 +645,9 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_send_wr,
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> ffi::c_int {
-        let mut wrs = SendWrs::new(wr);
+        // SAFETY: `qp` is a live QP of ours.
+        let datagram = unsafe { (*qp).qp_type } == bindings::ib_qp_type_IB_QPT_UD;
+        let mut wrs = SendWrs::new(wr, datagram);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
@@ -607,7 +665,7 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr);
+        let mut wrs = RecvWrs::new(wr, false);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);

@@ -4,6 +4,7 @@
 //! routes the core's calls to them.
 
 use super::{
+    ah::Address,
     attr::{DeviceAttr, Gid, PortAttr},
     bindings,
     cq::{CqArm, CqAttr, WcSink},
@@ -84,6 +85,11 @@ pub(crate) trait Verbs: Sized + 'static {
         iova: u64,
         access: Access,
     ) -> Result<(u32, impl PinInit<Self::Mr, Error>)>;
+    /// Admits a new address handle to `addr`.
+    fn new_ah(dev: &Self::Device, addr: &Address) -> Result;
+    /// An address handle admitted by [`Verbs::new_ah`] is gone.
+    fn release_ah(dev: &Self::Device);
+
     /// Undoes [`Verbs::reg_user_mr`] when the MR could not be set up.
     fn forget_mr(dev: &Self::Device, key: u32);
     /// Removes `mr` from the device before it is dropped.
@@ -130,10 +136,14 @@ impl<T: Verbs> Adapter<T> {
         post_recv: Some(Self::post_recv),
         reg_user_mr: Some(Self::reg_user_mr),
         dereg_mr: Some(Self::dereg_mr),
+        create_ah: Some(Self::create_ah),
+        create_user_ah: Some(Self::create_ah),
+        destroy_ah: Some(Self::destroy_ah),
         size_ib_ucontext: UcontextObject::<T>::SIZE,
         size_ib_pd: PdObject::<T>::SIZE,
         size_ib_cq: Self::CQ_SIZE,
         size_ib_qp: Self::QP_SIZE,
+        size_ib_ah: Self::AH_SIZE,
         // SAFETY: all-zero is a valid `ib_device_ops`: no op, no size.
         ..unsafe { MaybeUninit::zeroed().assume_init() }
     };
