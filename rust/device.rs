@@ -12,7 +12,8 @@ use crate::{
     mr::{MrEntry, SgeCopy},
     net::{Events, Net, QPN_BASE},
     new_irq_spinlock,
-    qp::{QpEntry, Wqe},
+    qp::{QpEntry, WorkQueue, Wqe},
+    srq::SrqEntry,
 };
 use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{c_str, prelude::*};
@@ -48,12 +49,7 @@ pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Re
         ports: 1,
         comp_vectors: 1,
     };
-    let net = Net::new(
-        lid,
-        ib::Gid::link_local(guid),
-        limits::MAX_QP,
-        limits::MAX_MR,
-    )?;
+    let net = Net::new(lid, ib::Gid::link_local(guid))?;
     let data = try_pin_init!(RsoftDevice {
         guid,
         lid,
@@ -86,6 +82,21 @@ impl RsoftDevice {
             if !more {
                 break;
             }
+        }
+    }
+
+    /// Runs every QP whose peer takes its receives from SRQ `slot`: one of
+    /// them found the SRQ empty and waits for a post.
+    fn resume_senders_of(&self, slot: u32) {
+        let mut from = 0;
+        loop {
+            // The guard must drop before `run` takes the lock again.
+            let next = self.net.lock().next_sender_to_srq(slot, from);
+            let Some(qpn) = next else {
+                break;
+            };
+            self.run(qpn);
+            from = Net::qp_slot(qpn) + 1;
         }
     }
 
@@ -122,6 +133,30 @@ fn queue_size(requested: u32, max: u32) -> Result<u32> {
     Ok(requested.max(1))
 }
 
+/// Queues receive WRs on `rq`, up to the first bad one.
+fn push_receives(rq: &mut WorkQueue, wrs: &mut ib::RecvWrs<'_>) -> Result {
+    for wr in wrs {
+        let wr = wr?;
+        let wqe = Wqe {
+            wr_id: wr.wr_id,
+            op: SendOp::Send,
+            signaled: true,
+            solicited: false,
+            imm: None,
+            num_sge: wr.sges.len(),
+            datagram: None,
+        };
+        rq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+    }
+    Ok(())
+}
+
+/// A shared receive queue as the core holds it; its state lives in the
+/// device's SRQ table.
+pub(crate) struct Srq {
+    pub(crate) slot: u32,
+}
+
 #[vtable]
 impl ib::Verbs for Rsoft {
     type Device = RsoftDevice;
@@ -130,6 +165,7 @@ impl ib::Verbs for Rsoft {
     type Cq = RsoftCq;
     type Qp = Qp;
     type Mr = Mr;
+    type Srq = Srq;
 
     fn device_attr(dev: &RsoftDevice) -> ib::DeviceAttr {
         ib::DeviceAttr {
@@ -250,18 +286,12 @@ impl ib::Verbs for Rsoft {
         cap.max_recv_wr = queue_size(cap.max_recv_wr, limits::MAX_QP_WR)?;
         cap.max_send_sge = queue_size(cap.max_send_sge, limits::MAX_SGE)?;
         cap.max_recv_sge = queue_size(cap.max_recv_sge, limits::MAX_SGE)?;
-        let entry = KBox::new(
-            QpEntry::new(
-                attr.id,
-                0,
-                attr.pd,
-                attr.qp_type,
-                attr.cap,
-                attr.sq_sig_all,
-                (attr.send_cq, attr.recv_cq),
-            )?,
-            GFP_KERNEL,
-        )?;
+        if attr.srq.is_some() {
+            // Receives come from the SRQ; the QP's own queue stays empty.
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
+        let entry = KBox::new(QpEntry::new(attr)?, GFP_KERNEL)?;
         let mut net = dev.net.lock();
         let slot = match net.qps.insert(entry) {
             Ok(slot) => slot,
@@ -364,26 +394,64 @@ impl ib::Verbs for Rsoft {
         let posted = (|| {
             let mut net = dev.net.lock();
             let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
-            if entry.state == QpState::Reset {
+            if entry.state == QpState::Reset || entry.srq.is_some() {
                 return Err(EINVAL);
             }
-            for wr in wrs {
-                let wr = wr?;
-                let wqe = Wqe {
-                    wr_id: wr.wr_id,
-                    op: SendOp::Send,
-                    signaled: true,
-                    solicited: false,
-                    imm: None,
-                    num_sge: wr.sges.len(),
-                    datagram: None,
-                };
-                entry.rq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
-            }
-            Ok(())
+            push_receives(&mut entry.rq, wrs)
         })();
         // Flush if in error; resume a peer waiting for this receive.
         dev.progress(qp.qpn);
+        posted
+    }
+
+    fn new_srq(
+        dev: &RsoftDevice,
+        pd: PdId,
+        attr: &mut ib::SrqAttr,
+        notifier: ib::SrqNotifier,
+    ) -> Result<(u32, impl PinInit<Srq, Error>)> {
+        attr.max_wr = queue_size(attr.max_wr, limits::MAX_SRQ_WR)?;
+        attr.max_sge = queue_size(attr.max_sge, limits::MAX_SGE)?;
+        let entry = KBox::new(SrqEntry::new(pd, attr, notifier)?, GFP_KERNEL)?;
+        let inserted = dev.net.lock().srqs.insert(entry);
+        // A refused entry is dropped here, outside the lock.
+        let slot = inserted.map_err(|_| ENOMEM)?;
+        Ok((slot, Srq { slot }))
+    }
+
+    fn forget_srq(dev: &RsoftDevice, slot: u32) {
+        let entry = dev.net.lock().srqs.remove(slot);
+        drop(entry);
+    }
+
+    fn modify_srq(dev: &RsoftDevice, srq: &Srq, m: &ib::SrqModify) -> Result {
+        // Resizing is not offered (no IB_DEVICE_SRQ_RESIZE).
+        if m.max_wr.is_some() {
+            return Err(EINVAL);
+        }
+        let mut net = dev.net.lock();
+        let entry = net.srqs.get_mut(srq.slot).ok_or(EINVAL)?;
+        m.limit.map_or(Ok(()), |limit| entry.arm(limit))
+    }
+
+    fn query_srq(dev: &RsoftDevice, srq: &Srq) -> Result<ib::SrqAttr> {
+        Ok(dev.net.lock().srqs.get(srq.slot).ok_or(EINVAL)?.attr())
+    }
+
+    fn destroy_srq(dev: &RsoftDevice, srq: Pin<&Srq>) {
+        Self::forget_srq(dev, srq.slot);
+    }
+
+    fn post_srq_recv(dev: &RsoftDevice, srq: &Srq, wrs: &mut ib::RecvWrs<'_>) -> Result {
+        let (posted, waited_on) = {
+            let mut net = dev.net.lock();
+            let entry = net.srqs.get_mut(srq.slot).ok_or(EINVAL)?;
+            let posted = push_receives(&mut entry.rq, wrs);
+            (posted, core::mem::take(&mut entry.waited_on))
+        };
+        if waited_on {
+            dev.resume_senders_of(srq.slot);
+        }
         posted
     }
 

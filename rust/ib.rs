@@ -19,6 +19,7 @@ mod mr;
 mod object;
 mod qp;
 mod res;
+mod srq;
 mod verbs;
 
 pub(crate) use ah::{Address, Grh};
@@ -32,6 +33,7 @@ pub(crate) use qp::{
     SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
+pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier};
 pub(crate) use verbs::Verbs;
 
 use kernel::error::Error;

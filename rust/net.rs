@@ -12,9 +12,12 @@ use crate::{
     cq::{CqEvent, Outcome, RsoftCq},
     device::Rsoft,
     grh::{self, GRH_LEN},
+    ib::PdId,
     ib::{Access, CqRef, Datagram, Gid, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus},
+    limits,
     mr::{atomic, check_sges, copy_sges, write_sges, BadSge, MrEntry, SgeCopy},
-    qp::QpEntry,
+    qp::{QpEntry, WorkQueue, Wqe},
+    srq::SrqEntry,
 };
 use kernel::prelude::*;
 
@@ -111,6 +114,7 @@ pub(crate) struct Net {
     gid: Gid,
     pub(crate) qps: Table<QpEntry>,
     pub(crate) mrs: Table<MrEntry>,
+    pub(crate) srqs: Table<SrqEntry>,
     /// Bumped on each MR registration; the low byte of every key.
     mr_generation: u8,
 }
@@ -139,8 +143,9 @@ enum Attempt {
         sender: WcStatus,
         receiver: WcStatus,
     },
-    /// Receiver not ready; retry when it posts a receive.
-    Wait,
+    /// Receiver (the QP in slot `dest`) not ready; retry when it posts a
+    /// receive.
+    Wait { dest: u32 },
     /// UD: the receive it lands in completes in error; the send succeeds.
     ReceiverError { dest: u32, status: WcStatus },
     /// UC: the responder cannot take it and nobody is told; the send
@@ -149,12 +154,13 @@ enum Attempt {
 }
 
 impl Net {
-    pub(crate) fn new(lid: u16, gid: Gid, max_qp: u32, max_mr: u32) -> Result<Self> {
+    pub(crate) fn new(lid: u16, gid: Gid) -> Result<Self> {
         Ok(Self {
             lid,
             gid,
-            qps: Table::new(max_qp)?,
-            mrs: Table::new(max_mr)?,
+            qps: Table::new(limits::MAX_QP)?,
+            mrs: Table::new(limits::MAX_MR)?,
+            srqs: Table::new(limits::MAX_SRQ)?,
             mr_generation: 0,
         })
     }
@@ -169,6 +175,38 @@ impl Net {
 
     pub(crate) fn qp_mut(&mut self, qpn: u32) -> Option<&mut QpEntry> {
         self.qps.get_mut(Self::qp_slot(qpn))
+    }
+
+    /// The queue `qp`'s receives come from, and the PD they are checked in.
+    fn receives<'a>(&'a self, qp: &'a QpEntry) -> Option<(&'a WorkQueue, PdId)> {
+        match qp.srq {
+            Some(slot) => self.srqs.get(slot).map(|srq| (&srq.rq, srq.pd)),
+            None => Some((&qp.rq, qp.pd)),
+        }
+    }
+
+    /// The oldest receive of QP `qpn` (from its SRQ if it has one).
+    fn pop_receive(&mut self, qpn: u32) -> Option<Wqe> {
+        let qp = self.qp_mut(qpn)?;
+        match qp.srq {
+            Some(slot) => self.srqs.get_mut(slot)?.pop(),
+            None => qp.rq.pop(),
+        }
+    }
+
+    /// The first QP from slot `from` on that has sends queued towards a QP
+    /// whose receives come from SRQ `srq`.
+    pub(crate) fn next_sender_to_srq(&self, srq: u32, from: u32) -> Option<u32> {
+        (from..limits::MAX_QP)
+            .filter_map(|slot| self.qps.get(slot))
+            .find(|qp| {
+                qp.state == QpState::Rts
+                    && !qp.sq.is_empty()
+                    && self
+                        .qp(qp.attr.dest_qpn)
+                        .is_some_and(|dest| dest.srq == Some(srq))
+            })
+            .map(|qp| qp.qpn)
     }
 
     /// The MR a key names, if it is still registered.
@@ -222,8 +260,10 @@ impl Net {
     /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR,
     /// sends first.
     fn flush_one(&mut self, qpn: u32, ev: &mut Events) -> bool {
+        // The receives of an SRQ belong to the SRQ, not to this QP.
+        let own_receives = self.qp(qpn).is_some_and(|qp| qp.srq.is_none());
         self.fail_head(qpn, Queue::Send, WcStatus::WrFlush, ev)
-            || self.fail_head(qpn, Queue::Recv, WcStatus::WrFlush, ev)
+            || (own_receives && self.fail_head(qpn, Queue::Recv, WcStatus::WrFlush, ev))
     }
 
     /// Whether `remote` names `len` bytes of an MR of `dest` that both the MR
@@ -317,11 +357,12 @@ impl Net {
                 len: len as u32,
             });
         }
-        let Some((_, rsges)) = dest.rq.front() else {
+        let (rq, rpd) = self.receives(dest)?;
+        let Some((_, rsges)) = rq.front() else {
             // rnr_retry 7 means "retry forever"; a finite count is used up
             // at once, since nothing else could post the receive meanwhile.
             return Some(if qp.attr.rnr_retry == 7 {
-                Attempt::Wait
+                Attempt::Wait { dest: dest_slot }
             } else {
                 Attempt::SenderError(WcStatus::RnrRetryExceeded)
             });
@@ -332,7 +373,7 @@ impl Net {
                 sender,
                 receiver,
             };
-            let room = match check_sges(lookup, dest.pd, Access::LOCAL_WRITE, rsges) {
+            let room = match check_sges(lookup, rpd, Access::LOCAL_WRITE, rsges) {
                 Ok(room) => room,
                 Err(BadSge) => {
                     return Some(fail(WcStatus::RemoteOperation, WcStatus::LocalProtection));
@@ -372,7 +413,10 @@ impl Net {
                 && matches!(dest.state, QpState::Rtr | QpState::Rts)
                 && dest.attr.qkey == qkey
         });
-        let Some((dest, (_, rsges))) = dest.and_then(|dest| Some((dest, dest.rq.front()?))) else {
+        let Some(((_, rsges), rpd)) = dest.and_then(|dest| {
+            let (rq, pd) = self.receives(dest)?;
+            Some((rq.front()?, pd))
+        }) else {
             return Some(Attempt::Dropped);
         };
         let dest_slot = Net::qp_slot(d.remote_qpn);
@@ -380,16 +424,14 @@ impl Net {
             dest: dest_slot,
             status,
         };
-        Some(
-            match check_sges(lookup, dest.pd, Access::LOCAL_WRITE, rsges) {
-                Err(BadSge) => fail(WcStatus::LocalProtection),
-                Ok(room) if room < len + u64::from(GRH_LEN) => fail(WcStatus::LocalLength),
-                Ok(_) => Attempt::Execute {
-                    dest: dest_slot,
-                    len: len as u32,
-                },
+        Some(match check_sges(lookup, rpd, Access::LOCAL_WRITE, rsges) {
+            Err(BadSge) => fail(WcStatus::LocalProtection),
+            Ok(room) if room < len + u64::from(GRH_LEN) => fail(WcStatus::LocalLength),
+            Ok(_) => Attempt::Execute {
+                dest: dest_slot,
+                len: len as u32,
             },
-        )
+        })
     }
 
     /// Executes the head send WQE of QP `qpn`.
@@ -399,7 +441,14 @@ impl Net {
         };
         let dest_qpn = |slot: u32| slot + QPN_BASE;
         match attempt {
-            Attempt::Wait => false,
+            Attempt::Wait { dest } => {
+                // An SRQ post must know to resume this sender.
+                let srq = self.qp(dest_qpn(dest)).and_then(|d| d.srq);
+                if let Some(srq) = srq.and_then(|slot| self.srqs.get_mut(slot)) {
+                    srq.waited_on = true;
+                }
+                false
+            }
             Attempt::Dropped => {
                 self.complete_sent(qpn, ev);
                 true
@@ -438,7 +487,7 @@ impl Net {
         };
         match wqe.op {
             SendOp::Send => {
-                let rsges = rqp.rq.front().ok_or(EINVAL)?.1;
+                let rsges = self.receives(rqp).ok_or(EINVAL)?.0.front().ok_or(EINVAL)?.1;
                 let Some(d) = wqe.datagram else {
                     return copy_sges(lookup, rsges, 0, sges);
                 };
@@ -474,10 +523,10 @@ impl Net {
         };
         let (sid, scq, signaled) = (qp.id, qp.send_cq, wqe.signaled || qp.sq_sig_all);
         if wqe.consumes_recv() {
-            let Some(rqp) = self.qp_mut(dest) else {
+            let Some(rwqe) = self.pop_receive(dest) else {
                 return;
             };
-            let Some(rwqe) = rqp.rq.pop() else {
+            let Some(rqp) = self.qp(dest) else {
                 return;
             };
             // A UD receive always counts the GRH space.
@@ -544,9 +593,15 @@ impl Net {
         };
         let (wqe, cq, opcode) = match queue {
             Queue::Send => (qp.sq.pop(), qp.send_cq, WcOpcode::Send),
-            Queue::Recv => (qp.rq.pop(), qp.recv_cq, WcOpcode::Recv),
+            Queue::Recv => {
+                let cq = qp.recv_cq;
+                (self.pop_receive(qpn), cq, WcOpcode::Recv)
+            }
         };
         let Some(wqe) = wqe else {
+            return false;
+        };
+        let Some(qp) = self.qp_mut(qpn) else {
             return false;
         };
         qp.state = QpState::Error;

@@ -5,7 +5,8 @@
 use crate::{
     device::Rsoft,
     ib::{
-        CqRef, Datagram, PdId, QpCap, QpId, QpModify, QpQuery, QpState, QpType, SendOp, WcOpcode,
+        CqRef, Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, SendOp,
+        WcOpcode,
     },
     mr::SgeCopy,
 };
@@ -67,7 +68,7 @@ pub(crate) struct WorkQueue {
 }
 
 impl WorkQueue {
-    fn new(depth: u32, max_sge: u32) -> Result<Self> {
+    pub(crate) fn new(depth: u32, max_sge: u32) -> Result<Self> {
         let (depth, max_sge) = (depth as usize, max_sge as usize);
         let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
         Ok(Self {
@@ -81,6 +82,15 @@ impl WorkQueue {
 
     pub(crate) fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    pub(crate) fn len(&self) -> u32 {
+        // At most the depth, which came from a u32.
+        self.len as u32
+    }
+
+    pub(crate) fn capacity(&self) -> u32 {
+        self.wqes.len() as u32
     }
 
     fn index(&self, i: usize) -> usize {
@@ -138,32 +148,30 @@ pub(crate) struct QpEntry {
     pub(crate) send_cq: CqRef<Rsoft>,
     pub(crate) recv_cq: CqRef<Rsoft>,
     pub(crate) sq: WorkQueue,
+    /// Unused when the QP takes its receives from an SRQ.
     pub(crate) rq: WorkQueue,
+    /// The slot of the SRQ the QP takes its receives from.
+    pub(crate) srq: Option<u32>,
     pub(crate) attr: QpQuery,
 }
 
 impl QpEntry {
-    pub(crate) fn new(
-        id: QpId,
-        qpn: u32,
-        pd: PdId,
-        qp_type: QpType,
-        cap: QpCap,
-        sq_sig_all: bool,
-        cqs: (CqRef<Rsoft>, CqRef<Rsoft>),
-    ) -> Result<Self> {
+    /// A QP in the RESET state, numbered once it has a slot.
+    pub(crate) fn new(attr: &QpInitAttr<Rsoft>) -> Result<Self> {
+        let cap = attr.cap;
         Ok(Self {
-            id,
-            qpn,
-            pd,
-            qp_type,
+            id: attr.id,
+            qpn: 0,
+            pd: attr.pd,
+            qp_type: attr.qp_type,
             state: QpState::Reset,
             cap,
-            sq_sig_all,
-            send_cq: cqs.0,
-            recv_cq: cqs.1,
+            sq_sig_all: attr.sq_sig_all,
+            send_cq: attr.send_cq,
+            recv_cq: attr.recv_cq,
             sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge)?,
             rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge)?,
+            srq: attr.srq.as_ref().map(|srq| srq.data().slot),
             attr: QpQuery::default(),
         })
     }

@@ -17,6 +17,7 @@ mod qp;
 // Also the host crate tools/ring-test, where its items must be public.
 #[allow(unreachable_pub)]
 mod ring;
+mod srq;
 
 module! {
     type: RsoftModule,

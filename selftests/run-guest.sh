@@ -99,6 +99,12 @@ for grh in "" "-g 0"; do
 	done
 done
 
+# --- stock ibv_srq_pingpong: 16 RC QPs receiving from one SRQ
+for events in "" -e; do
+	"$top/selftests/pingpong.sh" "ibv_srq_pingpong -s 4096 -n 5000 -c $events" \
+		ibv_srq_pingpong -s 4096 -n 5000 -c $events
+done
+
 # --- perftest between two processes: RC, and the UC/UD variants it has
 for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do

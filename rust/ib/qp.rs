@@ -10,6 +10,7 @@ use super::{
     eopnotsupp,
     mr::Access,
     object::CoreObject,
+    srq::SrqRef,
     verbs::Adapter,
     Verbs,
 };
@@ -136,6 +137,8 @@ pub(crate) struct QpInitAttr<T: Verbs> {
     pub(crate) sq_sig_all: bool,
     pub(crate) send_cq: CqRef<T>,
     pub(crate) recv_cq: CqRef<T>,
+    /// Where receives come from instead of the QP's own queue.
+    pub(crate) srq: Option<SrqRef<T>>,
 }
 
 /// The attributes a `modify_qp` call sets; `None` where its mask is clear.
@@ -285,7 +288,7 @@ pub(crate) struct WrList<'a, W> {
 }
 
 impl<W> WrList<'_, W> {
-    fn new(head: *const W, datagram: bool) -> Self {
+    pub(super) fn new(head: *const W, datagram: bool) -> Self {
         Self {
             next: head,
             current: ptr::null(),
@@ -302,7 +305,7 @@ impl<W> WrList<'_, W> {
     /// # Safety
     ///
     /// `bad_wr` is NULL or writable.
-    unsafe fn finish(&self, ret: Result, bad_wr: *mut *const W) -> ffi::c_int {
+    pub(super) unsafe fn finish(&self, ret: Result, bad_wr: *mut *const W) -> ffi::c_int {
         match ret {
             Ok(()) => 0,
             Err(e) => {
@@ -520,7 +523,7 @@ impl<T: Verbs> Adapter<T> {
                     bindings::ib_qp_type_IB_QPT_UD => QpType::Ud,
                     _ => return Err(eopnotsupp()),
                 };
-                if !init.srq.is_null() || init.create_flags != 0 {
+                if init.create_flags != 0 {
                     return Err(eopnotsupp());
                 }
                 let (Some(send_cq), Some(recv_cq)) =
@@ -536,6 +539,9 @@ impl<T: Verbs> Adapter<T> {
                     sq_sig_all: init.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
                     send_cq,
                     recv_cq,
+                    // The core checked the SRQ is ours and holds it while
+                    // the QP exists.
+                    srq: SrqRef::from_raw(init.srq),
                 };
                 let dev = Self::device((*qp).device);
                 let (qpn, data) = T::new_qp(dev, &mut attr)?;

@@ -12,6 +12,7 @@ use super::{
     object::CoreObject,
     qp::{PdId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
     res::DriverAttrs,
+    srq::{SrqAttr, SrqModify, SrqNotifier},
 };
 use core::{fmt::Write, marker::PhantomData, mem::MaybeUninit};
 use kernel::{error::from_result, ffi, prelude::*};
@@ -34,6 +35,8 @@ pub(crate) trait Verbs: Sized + 'static {
     type Qp: Send + Sync;
     /// Memory region, stored behind `ib_mr`.
     type Mr: Send + Sync;
+    /// Shared receive queue, stored behind `ib_srq`.
+    type Srq: Send + Sync;
 
     /// Device attributes; read once by the core at registration.
     fn device_attr(dev: &Self::Device) -> DeviceAttr;
@@ -85,6 +88,22 @@ pub(crate) trait Verbs: Sized + 'static {
         iova: u64,
         access: Access,
     ) -> Result<(u32, impl PinInit<Self::Mr, Error>)>;
+    /// A new SRQ in `pd`; returns an id for [`Verbs::forget_srq`]. May
+    /// raise `attr`'s sizes (reported back).
+    fn new_srq(
+        dev: &Self::Device,
+        pd: PdId,
+        attr: &mut SrqAttr,
+        notifier: SrqNotifier,
+    ) -> Result<(u32, impl PinInit<Self::Srq, Error>)>;
+    /// Undoes [`Verbs::new_srq`] when the core could not take the SRQ.
+    fn forget_srq(dev: &Self::Device, id: u32);
+    fn modify_srq(dev: &Self::Device, srq: &Self::Srq, m: &SrqModify) -> Result;
+    fn query_srq(dev: &Self::Device, srq: &Self::Srq) -> Result<SrqAttr>;
+    /// Removes `srq` (no QP uses it any more) before it is dropped.
+    fn destroy_srq(dev: &Self::Device, srq: Pin<&Self::Srq>);
+    fn post_srq_recv(dev: &Self::Device, srq: &Self::Srq, wrs: &mut RecvWrs<'_>) -> Result;
+
     /// Admits a new address handle to `addr`.
     fn new_ah(dev: &Self::Device, addr: &Address) -> Result;
     /// An address handle admitted by [`Verbs::new_ah`] is gone.
@@ -139,11 +158,17 @@ impl<T: Verbs> Adapter<T> {
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),
         destroy_ah: Some(Self::destroy_ah),
+        create_srq: Some(Self::create_srq),
+        modify_srq: Some(Self::modify_srq),
+        query_srq: Some(Self::query_srq),
+        destroy_srq: Some(Self::destroy_srq),
+        post_srq_recv: Some(Self::post_srq_recv),
         size_ib_ucontext: UcontextObject::<T>::SIZE,
         size_ib_pd: PdObject::<T>::SIZE,
         size_ib_cq: Self::CQ_SIZE,
         size_ib_qp: Self::QP_SIZE,
         size_ib_ah: Self::AH_SIZE,
+        size_ib_srq: Self::SRQ_SIZE,
         // SAFETY: all-zero is a valid `ib_device_ops`: no op, no size.
         ..unsafe { MaybeUninit::zeroed().assume_init() }
     };

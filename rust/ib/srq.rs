@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues: creation, modify/query attributes, posting, and
+//! the handle through which the driver raises the limit event.
+
+use super::{
+    bindings, eopnotsupp,
+    object::CoreObject,
+    qp::{PdId, RecvWrs},
+    verbs::Adapter,
+    Verbs,
+};
+use core::{marker::PhantomData, ptr::NonNull};
+use kernel::{error::from_result, ffi, prelude::*};
+
+/// Sizes and limit of an SRQ (`struct ib_srq_attr`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SrqAttr {
+    pub(crate) max_wr: u32,
+    pub(crate) max_sge: u32,
+    /// Raise `IB_EVENT_SRQ_LIMIT_REACHED` when fewer WRs remain; 0: off.
+    pub(crate) limit: u32,
+}
+
+/// What a `modify_srq` call changes.
+pub(crate) struct SrqModify {
+    /// Resize (`IB_SRQ_MAX_WR`).
+    pub(crate) max_wr: Option<u32>,
+    /// Arm the limit event (`IB_SRQ_LIMIT`).
+    pub(crate) limit: Option<u32>,
+}
+
+/// An SRQ the core created on a device whose verbs are `T`'s, as a QP
+/// created on it names it.
+///
+/// # Invariants
+///
+/// `srq` is a live SRQ of such a device with initialised driver data.
+pub(crate) struct SrqRef<T: Verbs> {
+    srq: NonNull<bindings::ib_srq>,
+    _verbs: PhantomData<T>,
+}
+
+impl<T: Verbs> SrqRef<T> {
+    /// # Safety
+    ///
+    /// `srq` is NULL or a live SRQ of a `T` device whose data is
+    /// initialised, and stays so while the handle is used.
+    pub(super) unsafe fn from_raw(srq: *mut bindings::ib_srq) -> Option<Self> {
+        // INVARIANT: per the function's contract.
+        NonNull::new(srq).map(|srq| Self {
+            srq,
+            _verbs: PhantomData,
+        })
+    }
+
+    /// The driver's data of this SRQ.
+    pub(crate) fn data(&self) -> Pin<&T::Srq> {
+        // SAFETY: by the type invariant the SRQ and its data are live.
+        unsafe { SrqObject::<T>::data(self.srq.as_ptr()) }
+    }
+}
+
+/// Raises the events of one SRQ.
+///
+/// # Invariants
+///
+/// `srq` is an SRQ that the core has set up (its handler and context
+/// included); the driver drops the notifier in `destroy_srq`, before the
+/// core frees the SRQ.
+#[derive(Clone, Copy)]
+pub(crate) struct SrqNotifier {
+    srq: NonNull<bindings::ib_srq>,
+}
+
+// SAFETY: a pointer to an object the core shares by design; raising an
+// event is allowed from any thread.
+unsafe impl Send for SrqNotifier {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for SrqNotifier {}
+
+impl SrqNotifier {
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
+    ///
+    /// Handlers may run in any context (hardware raises this from
+    /// interrupts) and do not call back into the driver, so the caller may
+    /// hold its locks, which is how it keeps the SRQ alive across the call.
+    pub(crate) fn limit_reached(&self) {
+        let srq = self.srq.as_ptr();
+        // SAFETY: the SRQ is live (type invariant); the core set
+        // `event_handler` and `srq_context` before `create_srq`; the event
+        // lives across the call.
+        unsafe {
+            if let Some(handler) = (*srq).event_handler {
+                let mut event = bindings::ib_event {
+                    device: (*srq).device,
+                    element: bindings::ib_event__bindgen_ty_1 { srq },
+                    event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+                };
+                handler(&mut event, (*srq).srq_context);
+            }
+        }
+    }
+}
+
+type SrqObject<T> = CoreObject<bindings::ib_srq, <T as Verbs>::Srq>;
+
+impl SrqAttr {
+    fn write_to(&self, a: &mut bindings::ib_srq_attr) {
+        a.max_wr = self.max_wr;
+        a.max_sge = self.max_sge;
+        a.srq_limit = self.limit;
+    }
+}
+
+impl<T: Verbs> Adapter<T> {
+    pub(super) const SRQ_SIZE: usize = SrqObject::<T>::SIZE;
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.create_srq`.
+    pub(super) unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core passes an SRQ allocated with `size_ib_srq`
+            // bytes, its device and PD set, and a valid `init`.
+            unsafe {
+                let init = &mut *init;
+                if init.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
+                    return Err(eopnotsupp());
+                }
+                let mut attr = SrqAttr {
+                    max_wr: init.attr.max_wr,
+                    max_sge: init.attr.max_sge,
+                    // The limit is armed by modify only.
+                    limit: 0,
+                };
+                // INVARIANT: the core filled in `srq` before calling us.
+                let notifier = SrqNotifier {
+                    srq: NonNull::new(srq).ok_or(EINVAL)?,
+                };
+                let dev = Self::device((*srq).device);
+                let (id, data) = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)?;
+                if let Err(e) = SrqObject::<T>::init(srq, data) {
+                    T::forget_srq(dev, id);
+                    return Err(e);
+                }
+                attr.write_to(&mut init.attr);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.modify_srq`.
+    pub(super) unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: bindings::ib_srq_attr_mask,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        from_result(|| {
+            let has = |bit: u32| mask & bit != 0;
+            // SAFETY: `srq` is a live SRQ of ours and `attr` is valid.
+            unsafe {
+                let attr = &*attr;
+                let m = SrqModify {
+                    max_wr: has(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR).then_some(attr.max_wr),
+                    limit: has(bindings::ib_srq_attr_mask_IB_SRQ_LIMIT).then_some(attr.srq_limit),
+                };
+                let dev = Self::device((*srq).device);
+                T::modify_srq(dev, SrqObject::<T>::data(srq).get_ref(), &m)?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.query_srq`.
+    pub(super) unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: `srq` is a live SRQ of ours and `attr` is writable.
+            unsafe {
+                let dev = Self::device((*srq).device);
+                let a = T::query_srq(dev, SrqObject::<T>::data(srq).get_ref())?;
+                a.write_to(&mut *attr);
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.destroy_srq`.
+    pub(super) unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> ffi::c_int {
+        // SAFETY: `srq` was initialised by `create_srq` and no QP uses it
+        // (the core checked); the core frees it after this returns.
+        unsafe {
+            T::destroy_srq(Self::device((*srq).device), SrqObject::<T>::data(srq));
+            SrqObject::<T>::drop_data(srq);
+        }
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.post_srq_recv`.
+    pub(super) unsafe extern "C" fn post_srq_recv(
+        srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad_wr: *mut *const bindings::ib_recv_wr,
+    ) -> ffi::c_int {
+        let mut wrs = RecvWrs::new(wr, false);
+        // SAFETY: `srq` is a live SRQ of ours.
+        let ret = unsafe {
+            let dev = Self::device((*srq).device);
+            T::post_srq_recv(dev, SrqObject::<T>::data(srq).get_ref(), &mut wrs)
+        };
+        // SAFETY: the core passes a writable (or NULL) `bad_wr`.
+        unsafe { wrs.finish(ret, bad_wr) }
+    }
+}
