@@ -4,6 +4,7 @@
 //! on its objects. Data movement lives in [`crate::net`].
 
 use crate::{
+    counters,
     cq::RsoftCq,
     ib::{
         self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState, QpType, SendOp,
@@ -166,6 +167,12 @@ impl ib::Verbs for Rsoft {
     type Qp = Qp;
     type Mr = Mr;
     type Srq = Srq;
+
+    const PORT_COUNTERS: &'static [ib::CounterDesc] = &counters::NAMES;
+
+    fn port_counters(dev: &RsoftDevice, _port: u32, values: &mut [u64]) {
+        dev.net.lock().counters.read(values);
+    }
 
     fn device_attr(dev: &RsoftDevice) -> ib::DeviceAttr {
         ib::DeviceAttr {

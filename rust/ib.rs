@@ -11,6 +11,7 @@
 mod ah;
 mod attr;
 mod bindings;
+mod counters;
 mod cq;
 mod device;
 mod irq_lock;
@@ -24,6 +25,7 @@ mod verbs;
 
 pub(crate) use ah::{Address, Grh};
 pub(crate) use attr::{DeviceAttr, Gid, Mtu, PhysState, PortAttr, PortState};
+pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
 pub(crate) use irq_lock::IrqSpinLock;

@@ -9,6 +9,7 @@
 //! delivered right after, outside every lock.
 
 use crate::{
+    counters::{Counter, Counters},
     cq::{CqEvent, Outcome, RsoftCq},
     device::Rsoft,
     grh::{self, GRH_LEN},
@@ -115,6 +116,7 @@ pub(crate) struct Net {
     pub(crate) qps: Table<QpEntry>,
     pub(crate) mrs: Table<MrEntry>,
     pub(crate) srqs: Table<SrqEntry>,
+    pub(crate) counters: Counters,
     /// Bumped on each MR registration; the low byte of every key.
     mr_generation: u8,
 }
@@ -161,6 +163,7 @@ impl Net {
             qps: Table::new(limits::MAX_QP)?,
             mrs: Table::new(limits::MAX_MR)?,
             srqs: Table::new(limits::MAX_SRQ)?,
+            counters: Counters::default(),
             mr_generation: 0,
         })
     }
@@ -234,8 +237,19 @@ impl Net {
 
     /// Pushes `wc` to `cq`; an overrun puts QP `qpn` in the error state.
     fn complete(&mut self, qpn: u32, cq: CqRef<Rsoft>, wc: Wc, solicited: bool, ev: &mut Events) {
-        let event = solicited || wc.status != WcStatus::Success;
-        let Outcome { event, overran } = RsoftCq::push(cq, wc, event);
+        let error = wc.status != WcStatus::Success;
+        let Outcome { event, overran } = RsoftCq::push(cq, wc, solicited || error);
+        let c = &mut self.counters;
+        if overran {
+            c.add(Counter::CqOverruns, 1);
+        } else {
+            c.add(Counter::Cqes, 1);
+            c.add(Counter::ErrorCompletions, error.into());
+        }
+        c.add(
+            Counter::CompletionEvents,
+            matches!(event, Some(CqEvent::Completion(_))).into(),
+        );
         ev.add(event);
         if overran {
             if let Some(qp) = self.qp_mut(qpn) {
@@ -514,6 +528,7 @@ impl Net {
             Ok(()) => WcStatus::Success,
             Err(_) => WcStatus::LocalProtection,
         };
+        self.count_executed(qpn, len);
         let lid = self.lid;
         let Some(qp) = self.qp_mut(qpn) else {
             return;
@@ -563,6 +578,27 @@ impl Net {
             };
             self.complete(qpn, scq, send, false, ev);
         }
+    }
+
+    /// Counts the operation of the head send WQE of `qpn`, moving `len`
+    /// bytes, and the receive it consumes.
+    fn count_executed(&mut self, qpn: u32, len: u32) {
+        let Some((wqe, _)) = self.qp(qpn).and_then(|qp| qp.sq.front()) else {
+            return;
+        };
+        let (op, receives) = (wqe.op, wqe.consumes_recv());
+        let c = &mut self.counters;
+        c.add(
+            match op {
+                SendOp::Send => Counter::Sends,
+                SendOp::RdmaWrite(_) => Counter::RdmaWrites,
+                SendOp::RdmaRead(_) => Counter::RdmaReads,
+                SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => Counter::Atomics,
+            },
+            1,
+        );
+        c.add(Counter::Receives, receives.into());
+        c.add(Counter::Bytes, len.into());
     }
 
     /// Completes the head send WQE of `qpn` as sent, if it is signaled.

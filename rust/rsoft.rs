@@ -5,6 +5,7 @@
 
 use kernel::prelude::*;
 
+mod counters;
 mod cq;
 mod device;
 mod grh;

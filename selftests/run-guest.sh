@@ -64,6 +64,11 @@ for t in "$bin"/*; do
 	"$t"
 done
 
+# --- port counters through the core's hw stats (the selftests moved them)
+expect "rdma statistic show: rsoft's port counters" \
+	'^link rsoft0/1 cqes [1-9][0-9]* cq_overruns [1-9][0-9]* completion_events [1-9][0-9]* error_completions [1-9][0-9]* sends [1-9][0-9]* receives [1-9][0-9]* rdma_writes [1-9][0-9]* rdma_reads [1-9][0-9]* atomics [1-9][0-9]* bytes [1-9][0-9]*' \
+	rdma statistic show link rsoft0/1
+
 # --- CQ attributes in the core's resource tracking (the server's CQ)
 ibv_rc_pingpong -d rsoft0 -p 18999 -r 77 >/dev/null 2>&1 &
 holder=$!

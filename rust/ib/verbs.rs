@@ -7,6 +7,7 @@ use super::{
     ah::Address,
     attr::{DeviceAttr, Gid, PortAttr},
     bindings,
+    counters::CounterDesc,
     cq::{CqArm, CqAttr, WcSink},
     mr::{Access, UserMemory},
     object::CoreObject,
@@ -37,6 +38,12 @@ pub(crate) trait Verbs: Sized + 'static {
     type Mr: Send + Sync;
     /// Shared receive queue, stored behind `ib_srq`.
     type Srq: Send + Sync;
+
+    /// The names of the per-port counters, in the order of
+    /// [`Verbs::port_counters`]' values.
+    const PORT_COUNTERS: &'static [CounterDesc] = &[];
+    /// Reads the counters of `port` into `values`.
+    fn port_counters(dev: &Self::Device, port: u32, values: &mut [u64]);
 
     /// Device attributes; read once by the core at registration.
     fn device_attr(dev: &Self::Device) -> DeviceAttr;
@@ -147,6 +154,8 @@ impl<T: Verbs> Adapter<T> {
         req_notify_cq: Some(Self::req_notify_cq),
         resize_cq: Some(Self::resize_cq),
         fill_res_cq_entry: Some(Self::fill_res_cq_entry),
+        alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
+        get_hw_stats: Some(Self::get_hw_stats),
         create_qp: Some(Self::create_qp),
         modify_qp: Some(Self::modify_qp),
         query_qp: Some(Self::query_qp),

@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What rsoft counts on its port, for `rdma statistic show` and the
+//! `hw_counters` directory in sysfs.
+
+use crate::ib::CounterDesc;
+use kernel::c_str;
+
+/// One counter; its value is the index into [`NAMES`].
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// Completions queued on a CQ.
+    Cqes,
+    /// Completions lost because their CQ overran.
+    CqOverruns,
+    /// Completion events raised (armed CQs that got a completion).
+    CompletionEvents,
+    /// Completions with a status other than success.
+    ErrorCompletions,
+    Sends,
+    Receives,
+    RdmaWrites,
+    RdmaReads,
+    Atomics,
+    /// Payload bytes of executed operations.
+    Bytes,
+}
+
+const COUNT: usize = Counter::Bytes as usize + 1;
+
+pub(crate) const NAMES: [CounterDesc; COUNT] = [
+    CounterDesc::new(c_str!("cqes")),
+    CounterDesc::new(c_str!("cq_overruns")),
+    CounterDesc::new(c_str!("completion_events")),
+    CounterDesc::new(c_str!("error_completions")),
+    CounterDesc::new(c_str!("sends")),
+    CounterDesc::new(c_str!("receives")),
+    CounterDesc::new(c_str!("rdma_writes")),
+    CounterDesc::new(c_str!("rdma_reads")),
+    CounterDesc::new(c_str!("atomics")),
+    CounterDesc::new(c_str!("bytes")),
+];
+
+/// The port's counters; updated under the device's net lock.
+#[derive(Default)]
+pub(crate) struct Counters([u64; COUNT]);
+
+impl Counters {
+    pub(crate) fn add(&mut self, counter: Counter, n: u64) {
+        let c = &mut self.0[counter as usize];
+        *c = c.wrapping_add(n);
+    }
+
+    /// Copies the values, in [`NAMES`] order, into `out`.
+    pub(crate) fn read(&self, out: &mut [u64]) {
+        for (o, v) in out.iter_mut().zip(self.0) {
+            *o = v;
+        }
+    }
+}
