@@ -24,5 +24,6 @@ clean:
 	@if [ -n "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
 	rm -f rsoft.ko rust/ib/*_generated.rs
 	$(MAKE) -C selftests clean
+	rm -f selftests/kverbs/*.ko selftests/kverbs/*.o selftests/kverbs/*.mod*
 
 .PHONY: all run check kernel-release clean

@@ -75,6 +75,11 @@ void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len)
 }
 
 /* The caller serialises rsoft's atomics; user stores may race, as on HW. */
+struct page *rsoft_virt_to_page(unsigned long addr)
+{
+	return virt_addr_valid(addr) ? virt_to_page(addr) : NULL;
+}
+
 u64 rsoft_page_atomic(struct page *page, size_t off, bool cmp_swap, u64 operand,
 		      u64 swap)
 {

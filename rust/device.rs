@@ -474,10 +474,10 @@ impl ib::Verbs for Rsoft {
         dev.ahs.fetch_sub(1, Ordering::Relaxed);
     }
 
-    fn reg_user_mr(
+    fn reg_mr(
         dev: &RsoftDevice,
         pd: PdId,
-        mem: ib::UserMemory,
+        mem: ib::Memory,
         iova: u64,
         access: Access,
     ) -> Result<(u32, impl PinInit<Mr, Error>)> {

@@ -29,7 +29,7 @@ pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
 pub(crate) use irq_lock::IrqSpinLock;
-pub(crate) use mr::{Access, UserMemory};
+pub(crate) use mr::{Access, Memory};
 pub(crate) use qp::{
     Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, Remote,
     SendOp, SendWrs, Sge,

@@ -2,7 +2,7 @@
 
 //! Memory regions: what the data path needs to check and copy.
 
-use crate::ib::{Access, PdId, Remote, Sge, UserMemory};
+use crate::ib::{Access, Memory, PdId, Remote, Sge};
 use kernel::prelude::*;
 
 /// A registered memory region, owned by the device's MR table.
@@ -13,7 +13,7 @@ pub(crate) struct MrEntry {
     /// The address the region starts at in the consumer's view.
     pub(crate) iova: u64,
     pub(crate) access: Access,
-    pub(crate) mem: UserMemory,
+    pub(crate) mem: Memory,
 }
 
 impl MrEntry {
@@ -141,7 +141,7 @@ pub(crate) fn copy_sges<'a>(
         while moved < len {
             let (d, d_at, n) = dst.take(len - moved).ok_or(EINVAL)?;
             let (dmr, doff) = locate(&lookup, d, d_at)?;
-            UserMemory::copy(&dmr.mem, doff, &smr.mem, soff + u64::from(moved), n.into())?;
+            Memory::copy(&dmr.mem, doff, &smr.mem, soff + u64::from(moved), n.into())?;
             moved += n;
         }
     }

@@ -64,6 +64,15 @@ for t in "$bin"/*; do
 	"$t"
 done
 
+# --- a kernel consumer: ib_alloc_cq in each poll context (TAP in the log)
+if insmod "$top/selftests/kverbs/rsoft_kverbs.ko"; then
+	pass "kernel consumer test module loads (all its checks passed)"
+	rmmod rsoft_kverbs
+else
+	fail "kernel consumer test module loads (all its checks passed)"
+fi
+dmesg | sed -n 's/.*rsoft_kverbs: \(\(not \)\{0,1\}ok [0-9]* - \)/\1/p'
+
 # --- port counters through the core's hw stats (the selftests moved them)
 expect "rdma statistic show: rsoft's port counters" \
 	'^link rsoft0/1 cqes [1-9][0-9]* cq_overruns [1-9][0-9]* completion_events [1-9][0-9]* error_completions [1-9][0-9]* sends [1-9][0-9]* receives [1-9][0-9]* rdma_writes [1-9][0-9]* rdma_reads [1-9][0-9]* atomics [1-9][0-9]* bytes [1-9][0-9]*' \

@@ -21,6 +21,8 @@ build_log=$(mktemp "${TMPDIR:-/tmp}/rsoft-build.XXXXXX")
 KDIR=$kdir CLIPPY=1 tools/module.sh >/dev/null 2>"$build_log" || { cat "$build_log"; die "module build failed"; }
 ksrc=$(readlink -f "$kdir/source")
 make -s -C selftests KSRC="$ksrc" || die "selftest build failed"
+make -s -C "$kdir" M="$RSOFT_TOP/selftests/kverbs" "${KMAKE_VARS[@]}" modules >/dev/null ||
+	die "kernel-consumer test module build failed"
 
 # Host-side checks of the tree itself.
 if grep -qi 'warning' "$build_log"; then
@@ -30,7 +32,7 @@ else
 	tap ok "build: no rustc or clippy warning"
 fi
 rm -f "$build_log"
-if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selftests/*.[ch] >/dev/null; then
+if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selftests/*.[ch] selftests/kverbs/*.c >/dev/null; then
 	tap ok "checkpatch: C shims and selftests"
 else
 	tap "not ok" "checkpatch: C shims and selftests"

@@ -123,54 +123,86 @@ impl UserMemory {
         Ok(mem)
     }
 
+    /// The page and in-page offset of byte `off`, which must be in range.
+    fn page_of(&self, off: u64) -> (PagePtr, usize) {
+        let at = self.offset + off as usize;
+        (self.pages[at >> PAGE_SHIFT], at & (PAGE_SIZE - 1))
+    }
+}
+
+/// The memory a region maps.
+pub(crate) enum Memory {
+    /// Pinned pages of a process.
+    User(UserMemory),
+    /// The kernel's linear map, for a kernel consumer's DMA MR: with
+    /// `CONFIG_INFINIBAND_VIRT_DMA` the "DMA addresses" a consumer maps are
+    /// kernel virtual addresses, and the region's offsets are those
+    /// addresses. Kernel consumers own what they map, as with any DMA.
+    KernelLinear,
+}
+
+impl Memory {
     /// Length in bytes.
     pub(crate) fn len(&self) -> u64 {
-        self.len
+        match self {
+            Self::User(m) => m.len,
+            Self::KernelLinear => u64::MAX,
+        }
+    }
+
+    /// Whether `[off, off + len)` lies within the memory.
+    fn fits(&self, off: u64, len: u64) -> bool {
+        off.checked_add(len).is_some_and(|end| end <= self.len())
+    }
+
+    /// The page and in-page offset of byte `off`, which must be in range.
+    fn page_of(&self, off: u64) -> Result<(PagePtr, usize)> {
+        match self {
+            Self::User(m) => Ok(m.page_of(off)),
+            Self::KernelLinear => {
+                let addr = usize::try_from(off)?;
+                // SAFETY: a lookup in the linear map; NULL for any address
+                // outside it.
+                let page = unsafe { bindings::rsoft_virt_to_page(addr) };
+                if page.is_null() {
+                    return Err(EFAULT);
+                }
+                Ok((PagePtr(page), addr & (PAGE_SIZE - 1)))
+            }
+        }
     }
 
     /// Copies `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
     /// Out-of-range requests copy nothing and fail.
     pub(crate) fn copy(dst: &Self, dst_off: u64, src: &Self, src_off: u64, len: u64) -> Result {
-        let fits = |m: &Self, off: u64| off.checked_add(len).is_some_and(|end| end <= m.len);
-        if !fits(dst, dst_off) || !fits(src, src_off) {
+        if !dst.fits(dst_off, len) || !src.fits(src_off, len) {
             return Err(EINVAL);
         }
-        let (mut d, mut s, mut left) = (
-            dst.offset + dst_off as usize,
-            src.offset + src_off as usize,
-            len as usize,
-        );
-        while left > 0 {
-            let (dp, dpo) = (d >> PAGE_SHIFT, d & (PAGE_SIZE - 1));
-            let (sp, spo) = (s >> PAGE_SHIFT, s & (PAGE_SIZE - 1));
+        let mut done = 0;
+        while done < len {
+            let (dp, dpo) = dst.page_of(dst_off + done)?;
+            let (sp, spo) = src.page_of(src_off + done)?;
+            let left = usize::try_from(len - done).unwrap_or(usize::MAX);
             let chunk = left.min(PAGE_SIZE - dpo).min(PAGE_SIZE - spo);
-            // SAFETY: the range checks above keep both page indexes within
-            // the pinned pages (invariant) and the offsets within a page.
-            unsafe { bindings::rsoft_copy_page(dst.pages[dp].0, dpo, src.pages[sp].0, spo, chunk) };
-            d += chunk;
-            s += chunk;
-            left -= chunk;
+            // SAFETY: both pages hold `chunk` bytes from their offsets: user
+            // pages are pinned and in range (checked above), linear-map
+            // pages belong to the kernel consumer that posted the work.
+            unsafe { bindings::rsoft_copy_page(dp.0, dpo, sp.0, spo, chunk) };
+            done += chunk as u64;
         }
         Ok(())
-    }
-}
-
-impl UserMemory {
-    /// The page and in-page offset of byte `off`, which must be in range.
-    fn page_of(&self, off: u64) -> (PagePtr, usize) {
-        let at = self.offset + off as usize;
-        (self.pages[at >> PAGE_SHIFT], at & (PAGE_SIZE - 1))
     }
 
     /// Performs an 8-byte atomic at `off` (8-aligned, in range): compare
     /// and swap when `swap` is given, else fetch and add `operand`.
     /// Returns the original value. The caller serialises atomics.
     pub(crate) fn atomic(&self, off: u64, operand: u64, swap: Option<u64>) -> Result<u64> {
-        if off % 8 != 0 || !off.checked_add(8).is_some_and(|end| end <= self.len) {
+        if off % 8 != 0 || !self.fits(off, 8) {
             return Err(EINVAL);
         }
-        let (page, in_page) = self.page_of(off);
-        // SAFETY: the 8 bytes lie within one pinned page (aligned, in range).
+        let (page, in_page) = self.page_of(off)?;
+        // SAFETY: the 8 bytes lie within one page (aligned), which is
+        // usable as for `copy`.
         Ok(unsafe {
             bindings::rsoft_page_atomic(page.0, in_page, swap.is_some(), operand, swap.unwrap_or(0))
         })
@@ -178,17 +210,14 @@ impl UserMemory {
 
     /// Writes `bytes` at `off`, which must leave them in range.
     pub(crate) fn write(&self, off: u64, bytes: &[u8]) -> Result {
-        if !off
-            .checked_add(bytes.len() as u64)
-            .is_some_and(|end| end <= self.len)
-        {
+        if !self.fits(off, bytes.len() as u64) {
             return Err(EINVAL);
         }
         let mut done = 0;
         while done < bytes.len() {
-            let (page, in_page) = self.page_of(off + done as u64);
+            let (page, in_page) = self.page_of(off + done as u64)?;
             let chunk = (bytes.len() - done).min(PAGE_SIZE - in_page);
-            // SAFETY: the range check keeps `chunk` bytes within the page.
+            // SAFETY: `chunk` bytes fit in the page, usable as for `copy`.
             unsafe {
                 bindings::rsoft_page_write(page.0, in_page, bytes[done..].as_ptr().cast(), chunk)
             };
@@ -220,32 +249,45 @@ impl<T: Verbs> Adapter<T> {
         access: kernel::ffi::c_int,
         _udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
-        // SAFETY: the core passes a live PD of ours.
-        let ret = unsafe { Self::reg_user_mr_inner(pd, start, length, iova, access) };
-        match ret {
-            Ok(mr) => mr,
-            Err(e) => e.to_ptr(),
-        }
+        let ret = (|| {
+            let access = Access::from_request(access as u32)?;
+            // SAFETY: the core passes a live PD of a registered device.
+            let mem = unsafe { UserMemory::pin((*pd).device, start, length, access)? };
+            // SAFETY: as above.
+            unsafe { Self::register_mr(pd, Memory::User(mem), iova, length, access) }
+        })();
+        ret.unwrap_or_else(|e| e.to_ptr())
     }
 
     /// # Safety
     ///
-    /// `pd` is a live PD of a `T` device.
-    unsafe fn reg_user_mr_inner(
+    /// Only the RDMA core calls this, as `ib_device_ops.get_dma_mr`.
+    pub(super) unsafe extern "C" fn get_dma_mr(
         pd: *mut bindings::ib_pd,
-        start: u64,
-        length: u64,
-        iova: u64,
         access: kernel::ffi::c_int,
+    ) -> *mut bindings::ib_mr {
+        let ret = Access::from_request(access as u32).and_then(|access| {
+            // SAFETY: the core passes a live PD of ours.
+            unsafe { Self::register_mr(pd, Memory::KernelLinear, 0, u64::MAX, access) }
+        });
+        ret.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// Hands `mem` to the driver and wraps its MR for the core.
+    ///
+    /// # Safety
+    ///
+    /// `pd` is a live PD of a `T` device.
+    unsafe fn register_mr(
+        pd: *mut bindings::ib_pd,
+        mem: Memory,
+        iova: u64,
+        length: u64,
+        access: Access,
     ) -> Result<*mut bindings::ib_mr> {
-        let access = Access::from_request(access as u32)?;
         // SAFETY: per the function's contract.
-        let ib = unsafe { (*pd).device };
-        // SAFETY: the device is registered (it has a PD).
-        let mem = unsafe { UserMemory::pin(ib, start, length, access)? };
-        // SAFETY: as above.
-        let dev = unsafe { Self::device(ib) };
-        let (key, data) = T::reg_user_mr(dev, PdId::new(pd), mem, iova, access)?;
+        let dev = unsafe { Self::device((*pd).device) };
+        let (key, data) = T::reg_mr(dev, PdId::new(pd), mem, iova, access)?;
         // The core expects a zeroed `ib_mr` apart from what the driver sets.
         let obj = KBox::<MrObject<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
         let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();

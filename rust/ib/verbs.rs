@@ -9,7 +9,7 @@ use super::{
     bindings,
     counters::CounterDesc,
     cq::{CqArm, CqAttr, WcSink},
-    mr::{Access, UserMemory},
+    mr::{Access, Memory},
     object::CoreObject,
     qp::{PdId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
     res::DriverAttrs,
@@ -87,11 +87,11 @@ pub(crate) trait Verbs: Sized + 'static {
     fn post_send(dev: &Self::Device, qp: &Self::Qp, wrs: &mut SendWrs<'_>) -> Result;
     fn post_recv(dev: &Self::Device, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
 
-    /// A new MR over pinned user memory; returns its key (lkey = rkey).
-    fn reg_user_mr(
+    /// A new MR over `mem`; returns its key (lkey = rkey).
+    fn reg_mr(
         dev: &Self::Device,
         pd: PdId,
-        mem: UserMemory,
+        mem: Memory,
         iova: u64,
         access: Access,
     ) -> Result<(u32, impl PinInit<Self::Mr, Error>)>;
@@ -116,7 +116,7 @@ pub(crate) trait Verbs: Sized + 'static {
     /// An address handle admitted by [`Verbs::new_ah`] is gone.
     fn release_ah(dev: &Self::Device);
 
-    /// Undoes [`Verbs::reg_user_mr`] when the MR could not be set up.
+    /// Undoes [`Verbs::reg_mr`] when the MR could not be set up.
     fn forget_mr(dev: &Self::Device, key: u32);
     /// Removes `mr` from the device before it is dropped.
     fn dereg_mr(dev: &Self::Device, mr: Pin<&Self::Mr>);
@@ -163,6 +163,7 @@ impl<T: Verbs> Adapter<T> {
         post_send: Some(Self::post_send),
         post_recv: Some(Self::post_recv),
         reg_user_mr: Some(Self::reg_user_mr),
+        get_dma_mr: Some(Self::get_dma_mr),
         dereg_mr: Some(Self::dereg_mr),
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),

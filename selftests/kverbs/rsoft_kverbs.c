@@ -1,0 +1,284 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A kernel consumer of rsoft0 (a kverbs ULP in miniature): for each CQ poll
+ * context (direct, softirq, workqueue) it connects two RC QPs, moves
+ * NMSG messages and checks that every completion arrives exactly once
+ * through its ib_cqe.done, with the data intact, then drains the QPs.
+ * Runs at load; prints one TAP line per context and fails the load if any
+ * check failed.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/completion.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <rdma/ib_verbs.h>
+
+#include "kselftest_module.h"
+
+KSTM_MODULE_GLOBALS();
+
+#define DEVICE_NAME	"rsoft0"
+#define NMSG		512
+#define MSG_LEN		64
+
+struct kverbs_run;
+
+struct msg {
+	struct ib_cqe cqe;
+	struct kverbs_run *run;
+	atomic_t done;		/* how often ->done ran for it */
+};
+
+struct kverbs_run {
+	struct ib_device *dev;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *a, *b;
+	u8 *buf;		/* NMSG send slots, then NMSG receive slots */
+	u64 dma;
+	struct msg send[NMSG], recv[NMSG];
+	atomic_t completions, errors;
+	struct completion all_done;
+};
+
+static void msg_done(struct ib_wc *wc, bool recv)
+{
+	struct msg *m = container_of(wc->wr_cqe, struct msg, cqe);
+	struct kverbs_run *run = m->run;
+
+	if (wc->status != IB_WC_SUCCESS || (recv && wc->byte_len != MSG_LEN))
+		atomic_inc(&run->errors);
+	atomic_inc(&m->done);
+	if (atomic_inc_return(&run->completions) == 2 * NMSG)
+		complete(&run->all_done);
+}
+
+static void send_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	msg_done(wc, false);
+}
+
+static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
+{
+	msg_done(wc, true);
+}
+
+static struct ib_qp *create_qp(struct kverbs_run *run)
+{
+	struct ib_qp_init_attr init = {
+		.send_cq = run->cq,
+		.recv_cq = run->cq,
+		/* One more of each for ib_drain_qp(). */
+		.cap = { .max_send_wr = NMSG + 1, .max_recv_wr = NMSG + 1,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.sq_sig_type = IB_SIGNAL_REQ_WR,
+		.qp_type = IB_QPT_RC,
+	};
+
+	return ib_create_qp(run->pd, &init);
+}
+
+static int connect_qp(struct ib_qp *qp, u16 lid, u32 dest_qpn)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .port_num = 1 };
+	int ret;
+
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			   IB_QP_PORT | IB_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTR;
+	attr.path_mtu = IB_MTU_4096;
+	attr.dest_qp_num = dest_qpn;
+	attr.max_dest_rd_atomic = 1;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.type = RDMA_AH_ATTR_TYPE_IB;
+	rdma_ah_set_port_num(&attr.ah_attr, 1);
+	rdma_ah_set_dlid(&attr.ah_attr, lid);
+	ret = ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU |
+			   IB_QP_DEST_QPN | IB_QP_RQ_PSN |
+			   IB_QP_MAX_DEST_RD_ATOMIC | IB_QP_MIN_RNR_TIMER);
+	if (ret)
+		return ret;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IB_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_SQ_PSN |
+			    IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+static int post_all(struct kverbs_run *run, int ctx)
+{
+	u32 lkey = run->pd->local_dma_lkey;
+	int i, ret;
+
+	for (i = 0; i < NMSG; i++) {
+		struct ib_sge sge = {
+			.addr = run->dma + (NMSG + i) * MSG_LEN,
+			.length = MSG_LEN, .lkey = lkey,
+		};
+		struct ib_recv_wr wr = {
+			.wr_cqe = &run->recv[i].cqe, .sg_list = &sge, .num_sge = 1,
+		};
+
+		ret = ib_post_recv(run->b, &wr, NULL);
+		if (ret)
+			return ret;
+	}
+	for (i = 0; i < NMSG; i++) {
+		struct ib_sge sge = {
+			.addr = run->dma + i * MSG_LEN,
+			.length = MSG_LEN, .lkey = lkey,
+		};
+		struct ib_send_wr wr = {
+			.wr_cqe = &run->send[i].cqe, .sg_list = &sge, .num_sge = 1,
+			.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+		};
+
+		memset(run->buf + i * MSG_LEN, i + ctx, MSG_LEN);
+		ret = ib_post_send(run->a, &wr, NULL);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Waits until all 2 * NMSG completions ran, polling if nobody else does. */
+static bool wait_all(struct kverbs_run *run)
+{
+	unsigned long deadline = jiffies + 60 * HZ;
+
+	if (run->cq->poll_ctx != IB_POLL_DIRECT)
+		return wait_for_completion_timeout(&run->all_done, 60 * HZ);
+	while (!completion_done(&run->all_done)) {
+		if (time_after(jiffies, deadline))
+			return false;
+		ib_process_cq_direct(run->cq, 16);
+		cond_resched();
+	}
+	return true;
+}
+
+/* Every message completed exactly once on both sides, data intact. */
+static int check_run(struct kverbs_run *run)
+{
+	int i, bad = atomic_read(&run->errors);
+
+	for (i = 0; i < NMSG; i++) {
+		bad += atomic_read(&run->send[i].done) != 1;
+		bad += atomic_read(&run->recv[i].done) != 1;
+		bad += memcmp(run->buf + i * MSG_LEN,
+			      run->buf + (NMSG + i) * MSG_LEN, MSG_LEN) != 0;
+	}
+	return bad;
+}
+
+static int run_context(struct ib_device *dev, enum ib_poll_context ctx)
+{
+	struct kverbs_run *run;
+	struct ib_port_attr port;
+	size_t len = 2 * NMSG * MSG_LEN;
+	int i, ret = -ENOMEM;
+
+	run = kzalloc(sizeof(*run), GFP_KERNEL);
+	if (!run)
+		return -ENOMEM;
+	run->dev = dev;
+	init_completion(&run->all_done);
+	for (i = 0; i < NMSG; i++) {
+		run->send[i] = (struct msg){ .cqe.done = send_done, .run = run };
+		run->recv[i] = (struct msg){ .cqe.done = recv_done, .run = run };
+	}
+	run->buf = kzalloc(len, GFP_KERNEL);
+	if (!run->buf)
+		goto free_run;
+	run->dma = ib_dma_map_single(dev, run->buf, len, DMA_BIDIRECTIONAL);
+	ret = -EIO;
+	if (ib_dma_mapping_error(dev, run->dma))
+		goto free_buf;
+	run->pd = ib_alloc_pd(dev, 0);
+	ret = PTR_ERR_OR_ZERO(run->pd);
+	if (ret)
+		goto unmap;
+	run->cq = ib_alloc_cq(dev, run, 2 * NMSG + 4, 0, ctx);
+	ret = PTR_ERR_OR_ZERO(run->cq);
+	if (ret)
+		goto free_pd;
+	run->a = create_qp(run);
+	ret = PTR_ERR_OR_ZERO(run->a);
+	if (ret)
+		goto free_cq;
+	run->b = create_qp(run);
+	ret = PTR_ERR_OR_ZERO(run->b);
+	if (ret)
+		goto free_a;
+	ret = ib_query_port(dev, 1, &port);
+	if (!ret)
+		ret = connect_qp(run->a, port.lid, run->b->qp_num);
+	if (!ret)
+		ret = connect_qp(run->b, port.lid, run->a->qp_num);
+	if (!ret)
+		ret = post_all(run, ctx);
+	if (!ret && !wait_all(run))
+		ret = -ETIMEDOUT;
+	/* Draining flushes nothing of ours: everything completed already. */
+	ib_drain_qp(run->a);
+	ib_drain_qp(run->b);
+	if (!ret && check_run(run))
+		ret = -EBADMSG;
+	ib_destroy_qp(run->b);
+free_a:
+	ib_destroy_qp(run->a);
+free_cq:
+	ib_free_cq(run->cq);
+free_pd:
+	ib_dealloc_pd(run->pd);
+unmap:
+	ib_dma_unmap_single(dev, run->dma, len, DMA_BIDIRECTIONAL);
+free_buf:
+	kfree(run->buf);
+free_run:
+	kfree(run);
+	return ret;
+}
+
+static void __init selftest(void)
+{
+	static const char * const names[] = {
+		[IB_POLL_DIRECT] = "direct",
+		[IB_POLL_SOFTIRQ] = "softirq",
+		[IB_POLL_WORKQUEUE] = "workqueue",
+	};
+	enum ib_poll_context ctx[] = {
+		IB_POLL_DIRECT, IB_POLL_SOFTIRQ, IB_POLL_WORKQUEUE,
+	};
+	struct ib_device *dev;
+	int i, ret;
+
+	dev = ib_device_get_by_name(DEVICE_NAME, RDMA_DRIVER_UNKNOWN);
+	if (!dev) {
+		pr_info("not ok 1 - %s not found\n", DEVICE_NAME);
+		total_tests++;
+		failed_tests++;
+		return;
+	}
+	for (i = 0; i < ARRAY_SIZE(ctx); i++) {
+		ret = run_context(dev, ctx[i]);
+		total_tests++;
+		if (ret)
+			failed_tests++;
+		pr_info("%sok %d - kernel consumer, poll context %s: %d messages (%d)\n",
+			ret ? "not " : "", i + 1, names[ctx[i]], NMSG, ret);
+	}
+	ib_device_put(dev);
+}
+
+KSTM_MODULE_LOADERS(rsoft_kverbs);
+MODULE_DESCRIPTION("rsoft kernel-consumer selftest");
+MODULE_LICENSE("GPL");
