@@ -37,6 +37,8 @@ pub(crate) struct RsoftDevice {
 /// Locally administered EUI-64s (the U/L bit of the first byte is set); the
 /// low bits number the devices.
 const GUID_BASE: u64 = 0x0200_5e00_0000_0000;
+/// The (locally administered, so nobody's) OUI that starts the GUIDs.
+const VENDOR_ID: u32 = (GUID_BASE >> 40) as u32;
 const FW_VERSION: u64 = 1 << 32;
 const PKEY_DEFAULT: u16 = 0xffff;
 
@@ -177,6 +179,7 @@ impl ib::Verbs for Rsoft {
     fn device_attr(dev: &RsoftDevice) -> ib::DeviceAttr {
         ib::DeviceAttr {
             fw_ver: FW_VERSION,
+            vendor_id: VENDOR_ID,
             sys_image_guid: dev.guid,
             max_mr_size: limits::MAX_MR_SIZE,
             page_size_cap: kernel::page::PAGE_SIZE as u64,

@@ -56,6 +56,7 @@ expect "ibv_devinfo: max_cqe" 'max_cqe:\s+65535$' "${devinfo[@]}"
 expect "ibv_devinfo: max_pd" 'max_pd:\s+4096$' "${devinfo[@]}"
 expect "ibv_devinfo: transport InfiniBand" 'transport:\s+InfiniBand' "${devinfo[@]}"
 expect "ibv_devinfo: fw_ver" 'fw_ver:\s+1\.0\.0' "${devinfo[@]}"
+expect "ibv_devinfo: vendor_id (the GUIDs' OUI)" 'vendor_id:\s+0x2005e$' "${devinfo[@]}"
 expect "rdma dev shows rsoft0" '^[0-9]+: rsoft0: node_type ca fw 1\.0\.0 node_guid 0200:5e00:0000:0001' rdma dev
 expect "rdma link shows port ACTIVE, LID 1" '^link rsoft0/1 .* lid 1 .*state ACTIVE physical_state LINK_UP' rdma link
 
@@ -63,6 +64,9 @@ expect "rdma link shows port ACTIVE, LID 1" '^link rsoft0/1 .* lid 1 .*state ACT
 for t in "$bin"/*; do
 	"$t"
 done
+
+# --- rdma-core's own pyverbs test suite (skips keep the suite's reasons)
+"$top/selftests/pyverbs.sh"
 
 # --- a kernel consumer: ib_alloc_cq in each poll context (TAP in the log)
 if insmod "$top/selftests/kverbs/rsoft_kverbs.ko"; then

@@ -4,6 +4,8 @@
  * context (direct, softirq, workqueue) it connects two RC QPs, moves
  * NMSG messages and checks that every completion arrives exactly once
  * through its ib_cqe.done, with the data intact, then drains the QPs.
+ * Only WINDOW sends are posted up front; each send's done handler posts
+ * the next one, from whatever context the CQ polls in.
  * Runs at load; prints one TAP line per context and fails the load if any
  * check failed.
  */
@@ -21,6 +23,7 @@ KSTM_MODULE_GLOBALS();
 #define DEVICE_NAME	"rsoft0"
 #define NMSG		512
 #define MSG_LEN		64
+#define WINDOW		16
 
 struct kverbs_run;
 
@@ -38,9 +41,32 @@ struct kverbs_run {
 	u8 *buf;		/* NMSG send slots, then NMSG receive slots */
 	u64 dma;
 	struct msg send[NMSG], recv[NMSG];
+	atomic_t next_send;	/* index of the next send to post */
 	atomic_t completions, errors;
 	struct completion all_done;
 };
+
+static int post_send_one(struct kverbs_run *run, int i)
+{
+	struct ib_sge sge = {
+		.addr = run->dma + i * MSG_LEN,
+		.length = MSG_LEN, .lkey = run->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_cqe = &run->send[i].cqe, .sg_list = &sge, .num_sge = 1,
+		.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+	};
+
+	return ib_post_send(run->a, &wr, NULL);
+}
+
+/* Posts the next send, if any is left; returns 0 or an errno. */
+static int post_next(struct kverbs_run *run)
+{
+	int i = atomic_inc_return(&run->next_send) - 1;
+
+	return i < NMSG ? post_send_one(run, i) : 0;
+}
 
 static void msg_done(struct ib_wc *wc, bool recv)
 {
@@ -56,6 +82,10 @@ static void msg_done(struct ib_wc *wc, bool recv)
 
 static void send_done(struct ib_cq *cq, struct ib_wc *wc)
 {
+	struct kverbs_run *run = container_of(wc->wr_cqe, struct msg, cqe)->run;
+
+	if (wc->status == IB_WC_SUCCESS && post_next(run))
+		atomic_inc(&run->errors);
 	msg_done(wc, false);
 }
 
@@ -131,18 +161,11 @@ static int post_all(struct kverbs_run *run, int ctx)
 		if (ret)
 			return ret;
 	}
-	for (i = 0; i < NMSG; i++) {
-		struct ib_sge sge = {
-			.addr = run->dma + i * MSG_LEN,
-			.length = MSG_LEN, .lkey = lkey,
-		};
-		struct ib_send_wr wr = {
-			.wr_cqe = &run->send[i].cqe, .sg_list = &sge, .num_sge = 1,
-			.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
-		};
-
+	for (i = 0; i < NMSG; i++)
 		memset(run->buf + i * MSG_LEN, i + ctx, MSG_LEN);
-		ret = ib_post_send(run->a, &wr, NULL);
+	/* The rest is posted by send_done(). */
+	for (i = 0; i < WINDOW; i++) {
+		ret = post_next(run);
 		if (ret)
 			return ret;
 	}
