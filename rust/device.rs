@@ -500,6 +500,33 @@ impl ib::Verbs for Rsoft {
         Ok((key, Mr { key }))
     }
 
+    fn rereg_mr(dev: &RsoftDevice, mr: &Mr, change: &ib::MrRereg) -> Result {
+        // The core serialises calls on one MR: the access read here stays.
+        let access = match change.access {
+            Some(access) => access,
+            None => dev.net.lock().mr(mr.key).ok_or(EINVAL)?.access,
+        };
+        let mem = change.pin(access)?;
+        let old = {
+            let mut net = dev.net.lock();
+            let entry = net.mr_mut(mr.key).ok_or(EINVAL)?;
+            entry.access = access;
+            if let Some(pd) = change.pd {
+                entry.pd = pd;
+            }
+            match (mem, change.new_iova()) {
+                (Some(mem), Some(iova)) => {
+                    entry.iova = iova;
+                    Some(core::mem::replace(&mut entry.mem, mem))
+                }
+                _ => None,
+            }
+        };
+        // The old pages are unpinned here, outside the lock.
+        drop(old);
+        Ok(())
+    }
+
     fn forget_mr(dev: &RsoftDevice, key: u32) {
         let entry = dev.net.lock().remove_mr(key);
         drop(entry);

@@ -14,6 +14,7 @@ mod bindings;
 mod counters;
 mod cq;
 mod device;
+mod event;
 mod irq_lock;
 mod layout;
 mod mr;
@@ -29,10 +30,10 @@ pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
 pub(crate) use irq_lock::IrqSpinLock;
-pub(crate) use mr::{Access, Memory};
+pub(crate) use mr::{Access, Memory, MrRereg};
 pub(crate) use qp::{
-    Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, Remote,
-    SendOp, SendWrs, Sge,
+    Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState, QpType,
+    RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier};

@@ -217,6 +217,10 @@ impl Net {
         self.mrs.get(key_slot(key)).filter(|mr| mr.key == key)
     }
 
+    pub(crate) fn mr_mut(&mut self, key: u32) -> Option<&mut MrEntry> {
+        self.mrs.get_mut(key_slot(key)).filter(|mr| mr.key == key)
+    }
+
     /// Registers an MR and returns its key: the slot, and a generation
     /// byte so that a stale key does not reach a later MR in the same slot.
     pub(crate) fn insert_mr(&mut self, mr: KBox<MrEntry>) -> Result<u32, KBox<MrEntry>> {
@@ -253,7 +257,7 @@ impl Net {
         ev.add(event);
         if overran {
             if let Some(qp) = self.qp_mut(qpn) {
-                qp.state = QpState::Error;
+                qp.enter_error();
             }
         }
     }
@@ -640,7 +644,7 @@ impl Net {
         let Some(qp) = self.qp_mut(qpn) else {
             return false;
         };
-        qp.state = QpState::Error;
+        qp.enter_error();
         let wc = Wc {
             wr_id: wqe.wr_id,
             qp: qp.id,

@@ -5,8 +5,8 @@
 use crate::{
     device::Rsoft,
     ib::{
-        CqRef, Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpQuery, QpState, QpType, SendOp,
-        WcOpcode,
+        CqRef, Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
+        QpType, SendOp, WcOpcode,
     },
     mr::SgeCopy,
 };
@@ -152,6 +152,7 @@ pub(crate) struct QpEntry {
     pub(crate) rq: WorkQueue,
     /// The slot of the SRQ the QP takes its receives from.
     pub(crate) srq: Option<u32>,
+    notifier: QpNotifier,
     pub(crate) attr: QpQuery,
 }
 
@@ -172,6 +173,7 @@ impl QpEntry {
             sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge)?,
             rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge)?,
             srq: attr.srq.as_ref().map(|srq| srq.data().slot),
+            notifier: attr.notifier,
             attr: QpQuery::default(),
         })
     }
@@ -200,12 +202,29 @@ impl QpEntry {
         let Some(next) = m.state else {
             return;
         };
-        if next == QpState::Reset {
-            // RESET discards all work without completions.
-            while self.sq.pop().is_some() {}
-            while self.rq.pop().is_some() {}
+        match next {
+            QpState::Reset => {
+                // RESET discards all work without completions.
+                while self.sq.pop().is_some() {}
+                while self.rq.pop().is_some() {}
+                self.state = next;
+            }
+            QpState::Error => self.enter_error(),
+            _ => self.state = next,
         }
-        self.state = next;
+    }
+
+    /// Moves to the error state; a QP on an SRQ then takes no more of its
+    /// receives, which its consumer learns through the Last WQE Reached
+    /// event (raised under the caller's lock, see [`QpNotifier`]).
+    pub(crate) fn enter_error(&mut self) {
+        if self.state == QpState::Error {
+            return;
+        }
+        self.state = QpState::Error;
+        if self.srq.is_some() {
+            self.notifier.last_wqe_reached();
+        }
     }
 
     pub(crate) fn query(&self) -> QpQuery {

@@ -28,7 +28,8 @@ wait $server
 server_rc=$?
 if ((client_rc == 0 && server_rc == 0)); then
 	echo "ok - $name"
-	grep -h 'iters in' "$dir/client" | sed 's/^/# /'
+	# ibv_*_pingpong's rate, or perftest's header and result row.
+	grep -h -e 'iters in' -A1 -e '^ *#bytes' "$dir/client" | grep -v '^--' | sed 's/^/# /'
 else
 	echo "not ok - $name (client $client_rc, server $server_rc)"
 	sed 's/^/# client: /' "$dir/client"

@@ -19,6 +19,7 @@ class TapResult(unittest.TestResult):
     def __init__(self):
         super().__init__()
         self.n = 0
+        self.skips = 0
 
     def line(self, test, ok, directive='', detail=''):
         self.n += 1
@@ -32,6 +33,7 @@ class TapResult(unittest.TestResult):
         self.line(test, True)
 
     def addSkip(self, test, reason):
+        self.skips += 1
         self.line(test, True, f' # SKIP {reason}')
 
     def failed(self, test, err):
@@ -55,7 +57,7 @@ def main():
         suite = unittest.defaultTestLoader.loadTestsFromModule(tests)
     result = TapResult()
     suite.run(result)
-    print(f'# pyverbs: {result.n} tests, {len(result.skipped)} skipped')
+    print(f'# pyverbs: {result.n} tests, {result.skips} skipped')
 
 
 if __name__ == '__main__':

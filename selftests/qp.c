@@ -5,7 +5,9 @@
  * of bad keys, short receive buffers and peers in the wrong state.
  */
 #include <errno.h>
+#include <unistd.h>
 #include <arpa/inet.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "loopback.h"
 #include "kselftest_harness.h"
@@ -309,6 +311,105 @@ TEST_F(qp, stale_key)
 	ASSERT_EQ(1, poll_one(lb->scq, &wc));
 	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
 	EXPECT_EQ(0, ibv_dereg_mr(again));
+}
+
+/*
+ * The stock ABI-1 provider has no rereg_mr (ibv_rereg_mr fails before the
+ * kernel): send the uverbs command on the context's command fd.
+ */
+static int rereg_mr(struct ibv_mr *mr, uint32_t flags, struct ibv_pd *pd,
+		    void *addr, size_t len, int access)
+{
+	struct ib_uverbs_rereg_mr_resp resp;
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} req = {
+		.hdr = {
+			.command = IB_USER_VERBS_CMD_REREG_MR,
+			.in_words = sizeof(req) / 4,
+			.out_words = sizeof(resp) / 4,
+		},
+		.cmd = {
+			.response = (uintptr_t)&resp,
+			.mr_handle = mr->handle,
+			.flags = flags,
+			.start = (uintptr_t)addr,
+			.length = len,
+			.hca_va = (uintptr_t)addr,
+			.pd_handle = pd ? pd->handle : 0,
+			.access_flags = access,
+		},
+	};
+
+	if (write(mr->context->cmd_fd, &req, sizeof(req)) != sizeof(req))
+		return errno;
+	mr->lkey = resp.lkey;
+	return 0;
+}
+
+/* rereg_mr moves a key to new memory: the new range works, the old is gone. */
+TEST_F(qp, rereg_mr_translation)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_mr *mr = ibv_reg_mr(lb->pd, lb->buf, 1024, IBV_ACCESS_LOCAL_WRITE);
+	uint32_t key;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, mr);
+	key = mr->lkey;
+	ASSERT_EQ(0, rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
+			      lb->buf + 2048, 1024, 0));
+	EXPECT_EQ(key, mr->lkey);
+	memset(lb->buf + 2048, 0x5a, 8);
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 64));
+	ASSERT_EQ(0, post_send_key(lb, lb->a, 2, 2048, 8, mr->lkey));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(0x5a, lb->buf[4096]);
+	ASSERT_EQ(0, post_send_key(lb, lb->a, 3, 0, 8, mr->lkey));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+}
+
+/* rereg_mr to another PD: this PD's QPs can no longer use the key. */
+TEST_F(qp, rereg_mr_pd)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_pd *pd2 = ibv_alloc_pd(lb->ctx);
+	struct ibv_mr *mr = ibv_reg_mr(lb->pd, lb->buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, pd2);
+	ASSERT_NE(NULL, mr);
+	ASSERT_EQ(0, rereg_mr(mr, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0));
+	ASSERT_EQ(0, post_send_key(lb, lb->a, 1, 0, 8, mr->lkey));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+	EXPECT_EQ(0, ibv_dealloc_pd(pd2));
+}
+
+/* rereg_mr without LOCAL_WRITE: receives into it fail. */
+TEST_F(qp, rereg_mr_access)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_mr *mr = ibv_reg_mr(lb->pd, lb->buf + 4096, 4096,
+				       IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)lb->buf + 4096, 64, 0 };
+	struct ibv_recv_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, mr);
+	ASSERT_EQ(0, rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0, 0));
+	sge.lkey = mr->lkey;
+	ASSERT_EQ(0, ibv_post_recv(lb->b, &wr, &bad));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 64));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
 }
 
 /* UC: what the responder cannot take is dropped; the sender never knows. */

@@ -204,14 +204,22 @@ TEST_F(srq, sender_waits_for_srq_post)
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 }
 
-/* A QP in ERR flushes nothing of the SRQ: the other QP still receives. */
+/*
+ * A QP in ERR flushes nothing of the SRQ (the other QP still receives) and
+ * says so once with the Last WQE Reached event.
+ */
 TEST_F(srq, error_qp_leaves_srq_receives)
 {
 	struct loopback *lb = &self->lb;
+	struct ibv_async_event ev;
 	struct ibv_wc wc;
 
 	ASSERT_EQ(0, post_srq(lb, self->srq, 5, 4096, 16));
 	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_ERR));
+	ASSERT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, async_event(lb->ctx, &ev));
+	EXPECT_EQ(lb->b, ev.element.qp);
+	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_ERR));
+	EXPECT_EQ(-1, async_event(lb->ctx, &ev));
 	EXPECT_EQ(0, ibv_poll_cq(lb->rcq, 1, &wc));
 	ASSERT_EQ(0, post_send(lb, self->c, 1, 0, 16));
 	ASSERT_EQ(1, ibv_poll_cq(lb->rcq, 1, &wc));

@@ -3,7 +3,7 @@
 //! Completion queues: creation attributes, work completions as the driver
 //! produces them, and the handle through which it raises CQ events.
 
-use super::{bindings, eopnotsupp, object::CoreObject, qp::QpId, verbs::Adapter, Verbs};
+use super::{bindings, eopnotsupp, event, object::CoreObject, qp::QpId, verbs::Adapter, Verbs};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, ffi, prelude::*};
 
@@ -227,17 +227,16 @@ impl<T: Verbs> CqRef<T> {
     /// Raises `IB_EVENT_CQ_ERR`. Never with a CQ lock held.
     pub(crate) fn error_event(&self) {
         let cq = self.cq.as_ptr();
-        // SAFETY: the CQ is live; `event_handler` and `cq_context` were set
-        // by the core before `create_cq`; the event lives across the call.
+        // SAFETY: the CQ is live and the core set its handler and context
+        // before `create_cq`.
         unsafe {
-            if let Some(handler) = (*cq).event_handler {
-                let mut event = bindings::ib_event {
-                    device: (*cq).device,
-                    element: bindings::ib_event__bindgen_ty_1 { cq },
-                    event: bindings::ib_event_type_IB_EVENT_CQ_ERR,
-                };
-                handler(&mut event, (*cq).cq_context);
-            }
+            event::raise(
+                (*cq).event_handler,
+                (*cq).cq_context,
+                (*cq).device,
+                bindings::ib_event__bindgen_ty_1 { cq },
+                bindings::ib_event_type_IB_EVENT_CQ_ERR,
+            );
         }
     }
 }

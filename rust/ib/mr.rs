@@ -234,6 +234,36 @@ impl Drop for UserMemory {
     }
 }
 
+/// What a `rereg_mr` call changes; keys stay as they are.
+///
+/// # Invariants
+///
+/// `dev` is the registered device of the MR.
+pub(crate) struct MrRereg {
+    pub(crate) pd: Option<PdId>,
+    pub(crate) access: Option<Access>,
+    /// New start address and length in the process, and new iova.
+    translation: Option<(u64, u64, u64)>,
+    dev: *mut bindings::ib_device,
+}
+
+impl MrRereg {
+    /// The new iova, when the region is to map new memory.
+    pub(crate) fn new_iova(&self) -> Option<u64> {
+        self.translation.map(|(_, _, iova)| iova)
+    }
+
+    /// Pins the new memory, if any, for `access`.
+    pub(crate) fn pin(&self, access: Access) -> Result<Option<Memory>> {
+        let Some((start, len, _)) = self.translation else {
+            return Ok(None);
+        };
+        // SAFETY: `dev` is registered (type invariant).
+        let mem = unsafe { UserMemory::pin(self.dev, start, len, access)? };
+        Ok(Some(Memory::User(mem)))
+    }
+}
+
 /// A memory region as registered: the core's `ib_mr`, then the driver's.
 type MrObject<T> = CoreObject<bindings::ib_mr, <T as Verbs>::Mr>;
 
@@ -257,6 +287,54 @@ impl<T: Verbs> Adapter<T> {
             unsafe { Self::register_mr(pd, Memory::User(mem), iova, length, access) }
         })();
         ret.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.rereg_user_mr`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe extern "C" fn rereg_user_mr(
+        mr: *mut bindings::ib_mr,
+        flags: kernel::ffi::c_int,
+        start: u64,
+        length: u64,
+        iova: u64,
+        access: kernel::ffi::c_int,
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let has = |bit: u32| flags as u32 & bit != 0;
+        let ret = (|| {
+            let access = if has(bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS) {
+                Some(Access::from_request(access as u32)?)
+            } else {
+                None
+            };
+            // SAFETY: the core passes a live MR of ours.
+            let dev = unsafe { (*mr).device };
+            // INVARIANT: the MR's device is registered.
+            let change = MrRereg {
+                pd: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_PD).then(|| PdId::new(pd)),
+                access,
+                translation: has(bindings::ib_mr_rereg_flags_IB_MR_REREG_TRANS)
+                    .then_some((start, length, iova)),
+                dev,
+            };
+            // SAFETY: as above; the MR's data lives until `dereg_mr`.
+            unsafe {
+                T::rereg_mr(
+                    Self::device(change.dev),
+                    MrObject::<T>::data(mr).get_ref(),
+                    &change,
+                )
+            }
+        })();
+        // NULL: the MR was changed in place (the core updates its pd, iova
+        // and length).
+        match ret {
+            Ok(()) => core::ptr::null_mut(),
+            Err(e) => e.to_ptr(),
+        }
     }
 
     /// # Safety

@@ -7,14 +7,17 @@ use super::{
     ah::{self, Address},
     bindings,
     cq::CqRef,
-    eopnotsupp,
+    eopnotsupp, event,
     mr::Access,
     object::CoreObject,
     srq::SrqRef,
     verbs::Adapter,
     Verbs,
 };
-use core::{marker::PhantomData, ptr};
+use core::{
+    marker::PhantomData,
+    ptr::{self, NonNull},
+};
 use kernel::{error::from_result, ffi, prelude::*};
 
 /// Names a QP in a work completion (`ib_wc.qp`).
@@ -34,6 +37,47 @@ impl QpId {
 
     pub(super) fn as_ptr(self) -> *mut bindings::ib_qp {
         self.0
+    }
+}
+
+/// Raises the affiliated asynchronous events of one QP.
+///
+/// # Invariants
+///
+/// `qp` is a QP the core has set up (event handler and context included);
+/// the driver keeps no copy past the QP's `destroy_qp`.
+#[derive(Clone, Copy)]
+pub(crate) struct QpNotifier {
+    qp: NonNull<bindings::ib_qp>,
+}
+
+// SAFETY: a pointer to an object the core shares by design; events may be
+// raised from any thread.
+unsafe impl Send for QpNotifier {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for QpNotifier {}
+
+impl QpNotifier {
+    /// Raises `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on an SRQ, now in the
+    /// error state, will take no more receives from it (`ib_drain_qp`
+    /// waits for this).
+    ///
+    /// Handlers may run in any context and do not call back into the
+    /// driver, so the caller may hold its locks, which is how it keeps the
+    /// QP alive across the call.
+    pub(crate) fn last_wqe_reached(&self) {
+        let qp = self.qp.as_ptr();
+        // SAFETY: the QP is live (type invariant) and the core set its
+        // handler and context before `create_qp`.
+        unsafe {
+            event::raise(
+                (*qp).event_handler,
+                (*qp).qp_context,
+                (*qp).device,
+                bindings::ib_event__bindgen_ty_1 { qp },
+                bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            );
+        }
     }
 }
 
@@ -139,6 +183,7 @@ pub(crate) struct QpInitAttr<T: Verbs> {
     pub(crate) recv_cq: CqRef<T>,
     /// Where receives come from instead of the QP's own queue.
     pub(crate) srq: Option<SrqRef<T>>,
+    pub(crate) notifier: QpNotifier,
 }
 
 /// The attributes a `modify_qp` call sets; `None` where its mask is clear.
@@ -542,6 +587,10 @@ impl<T: Verbs> Adapter<T> {
                     // The core checked the SRQ is ours and holds it while
                     // the QP exists.
                     srq: SrqRef::from_raw(init.srq),
+                    // INVARIANT: the core set the QP up before calling us.
+                    notifier: QpNotifier {
+                        qp: NonNull::new(qp).ok_or(EINVAL)?,
+                    },
                 };
                 let dev = Self::device((*qp).device);
                 let (qpn, data) = T::new_qp(dev, &mut attr)?;

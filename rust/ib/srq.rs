@@ -4,7 +4,7 @@
 //! the handle through which the driver raises the limit event.
 
 use super::{
-    bindings, eopnotsupp,
+    bindings, eopnotsupp, event,
     object::CoreObject,
     qp::{PdId, RecvWrs},
     verbs::Adapter,
@@ -66,8 +66,7 @@ impl<T: Verbs> SrqRef<T> {
 /// # Invariants
 ///
 /// `srq` is an SRQ that the core has set up (its handler and context
-/// included); the driver drops the notifier in `destroy_srq`, before the
-/// core frees the SRQ.
+/// included); the driver keeps no copy past the SRQ's `destroy_srq`.
 #[derive(Clone, Copy)]
 pub(crate) struct SrqNotifier {
     srq: NonNull<bindings::ib_srq>,
@@ -87,18 +86,16 @@ impl SrqNotifier {
     /// hold its locks, which is how it keeps the SRQ alive across the call.
     pub(crate) fn limit_reached(&self) {
         let srq = self.srq.as_ptr();
-        // SAFETY: the SRQ is live (type invariant); the core set
-        // `event_handler` and `srq_context` before `create_srq`; the event
-        // lives across the call.
+        // SAFETY: the SRQ is live (type invariant) and the core set its
+        // handler and context before `create_srq`.
         unsafe {
-            if let Some(handler) = (*srq).event_handler {
-                let mut event = bindings::ib_event {
-                    device: (*srq).device,
-                    element: bindings::ib_event__bindgen_ty_1 { srq },
-                    event: bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
-                };
-                handler(&mut event, (*srq).srq_context);
-            }
+            event::raise(
+                (*srq).event_handler,
+                (*srq).srq_context,
+                (*srq).device,
+                bindings::ib_event__bindgen_ty_1 { srq },
+                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
+            );
         }
     }
 }

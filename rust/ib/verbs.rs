@@ -9,7 +9,7 @@ use super::{
     bindings,
     counters::CounterDesc,
     cq::{CqArm, CqAttr, WcSink},
-    mr::{Access, Memory},
+    mr::{Access, Memory, MrRereg},
     object::CoreObject,
     qp::{PdId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
     res::DriverAttrs,
@@ -116,6 +116,8 @@ pub(crate) trait Verbs: Sized + 'static {
     /// An address handle admitted by [`Verbs::new_ah`] is gone.
     fn release_ah(dev: &Self::Device);
 
+    /// Changes `mr` in place as `change` says (PD, access, memory).
+    fn rereg_mr(dev: &Self::Device, mr: &Self::Mr, change: &MrRereg) -> Result;
     /// Undoes [`Verbs::reg_mr`] when the MR could not be set up.
     fn forget_mr(dev: &Self::Device, key: u32);
     /// Removes `mr` from the device before it is dropped.
@@ -164,6 +166,7 @@ impl<T: Verbs> Adapter<T> {
         post_recv: Some(Self::post_recv),
         reg_user_mr: Some(Self::reg_user_mr),
         get_dma_mr: Some(Self::get_dma_mr),
+        rereg_user_mr: Some(Self::rereg_user_mr),
         dereg_mr: Some(Self::dereg_mr),
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),

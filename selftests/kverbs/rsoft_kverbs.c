@@ -5,7 +5,9 @@
  * NMSG messages and checks that every completion arrives exactly once
  * through its ib_cqe.done, with the data intact, then drains the QPs.
  * Only WINDOW sends are posted up front; each send's done handler posts
- * the next one, from whatever context the CQ polls in.
+ * the next one, from whatever context the CQ polls in. One more run
+ * takes the receives from an SRQ, whose ib_drain_qp() waits for the Last
+ * WQE Reached event.
  * Runs at load; prints one TAP line per context and fails the load if any
  * check failed.
  */
@@ -38,6 +40,7 @@ struct kverbs_run {
 	struct ib_pd *pd;
 	struct ib_cq *cq;
 	struct ib_qp *a, *b;
+	struct ib_srq *srq;	/* b's receives, or NULL */
 	u8 *buf;		/* NMSG send slots, then NMSG receive slots */
 	u64 dma;
 	struct msg send[NMSG], recv[NMSG];
@@ -94,11 +97,12 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	msg_done(wc, true);
 }
 
-static struct ib_qp *create_qp(struct kverbs_run *run)
+static struct ib_qp *create_qp(struct kverbs_run *run, struct ib_srq *srq)
 {
 	struct ib_qp_init_attr init = {
 		.send_cq = run->cq,
 		.recv_cq = run->cq,
+		.srq = srq,
 		/* One more of each for ib_drain_qp(). */
 		.cap = { .max_send_wr = NMSG + 1, .max_recv_wr = NMSG + 1,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
@@ -157,7 +161,10 @@ static int post_all(struct kverbs_run *run, int ctx)
 			.wr_cqe = &run->recv[i].cqe, .sg_list = &sge, .num_sge = 1,
 		};
 
-		ret = ib_post_recv(run->b, &wr, NULL);
+		if (run->srq)
+			ret = ib_post_srq_recv(run->srq, &wr, NULL);
+		else
+			ret = ib_post_recv(run->b, &wr, NULL);
 		if (ret)
 			return ret;
 	}
@@ -202,8 +209,22 @@ static int check_run(struct kverbs_run *run)
 	return bad;
 }
 
-static int run_context(struct ib_device *dev, enum ib_poll_context ctx)
+/* Drains both QPs; an SRQ drain that needs its 60 s timeout fails. */
+static int drain(struct kverbs_run *run)
 {
+	unsigned long start = jiffies;
+
+	ib_drain_qp(run->a);
+	ib_drain_qp(run->b);
+	return time_after(jiffies, start + 10 * HZ) ? -ETIMEDOUT : 0;
+}
+
+static int run_context(struct ib_device *dev, enum ib_poll_context ctx,
+		       bool use_srq)
+{
+	struct ib_srq_init_attr srq_attr = {
+		.attr = { .max_wr = NMSG, .max_sge = 1 },
+	};
 	struct kverbs_run *run;
 	struct ib_port_attr port;
 	size_t len = 2 * NMSG * MSG_LEN;
@@ -233,11 +254,17 @@ static int run_context(struct ib_device *dev, enum ib_poll_context ctx)
 	ret = PTR_ERR_OR_ZERO(run->cq);
 	if (ret)
 		goto free_pd;
-	run->a = create_qp(run);
+	if (use_srq) {
+		run->srq = ib_create_srq(run->pd, &srq_attr);
+		ret = PTR_ERR_OR_ZERO(run->srq);
+		if (ret)
+			goto free_cq;
+	}
+	run->a = create_qp(run, NULL);
 	ret = PTR_ERR_OR_ZERO(run->a);
 	if (ret)
-		goto free_cq;
-	run->b = create_qp(run);
+		goto free_srq;
+	run->b = create_qp(run, run->srq);
 	ret = PTR_ERR_OR_ZERO(run->b);
 	if (ret)
 		goto free_a;
@@ -251,13 +278,16 @@ static int run_context(struct ib_device *dev, enum ib_poll_context ctx)
 	if (!ret && !wait_all(run))
 		ret = -ETIMEDOUT;
 	/* Draining flushes nothing of ours: everything completed already. */
-	ib_drain_qp(run->a);
-	ib_drain_qp(run->b);
+	if (!ret)
+		ret = drain(run);
 	if (!ret && check_run(run))
 		ret = -EBADMSG;
 	ib_destroy_qp(run->b);
 free_a:
 	ib_destroy_qp(run->a);
+free_srq:
+	if (run->srq)
+		ib_destroy_srq(run->srq);
 free_cq:
 	ib_free_cq(run->cq);
 free_pd:
@@ -273,13 +303,15 @@ free_run:
 
 static void __init selftest(void)
 {
-	static const char * const names[] = {
-		[IB_POLL_DIRECT] = "direct",
-		[IB_POLL_SOFTIRQ] = "softirq",
-		[IB_POLL_WORKQUEUE] = "workqueue",
-	};
-	enum ib_poll_context ctx[] = {
-		IB_POLL_DIRECT, IB_POLL_SOFTIRQ, IB_POLL_WORKQUEUE,
+	static const struct {
+		enum ib_poll_context ctx;
+		bool srq;
+		const char *name;
+	} runs[] = {
+		{ IB_POLL_DIRECT, false, "direct" },
+		{ IB_POLL_SOFTIRQ, false, "softirq" },
+		{ IB_POLL_WORKQUEUE, false, "workqueue" },
+		{ IB_POLL_WORKQUEUE, true, "workqueue, receives from an SRQ" },
 	};
 	struct ib_device *dev;
 	int i, ret;
@@ -291,13 +323,13 @@ static void __init selftest(void)
 		failed_tests++;
 		return;
 	}
-	for (i = 0; i < ARRAY_SIZE(ctx); i++) {
-		ret = run_context(dev, ctx[i]);
+	for (i = 0; i < ARRAY_SIZE(runs); i++) {
+		ret = run_context(dev, runs[i].ctx, runs[i].srq);
 		total_tests++;
 		if (ret)
 			failed_tests++;
 		pr_info("%sok %d - kernel consumer, poll context %s: %d messages (%d)\n",
-			ret ? "not " : "", i + 1, names[ctx[i]], NMSG, ret);
+			ret ? "not " : "", i + 1, runs[i].name, NMSG, ret);
 	}
 	ib_device_put(dev);
 }
