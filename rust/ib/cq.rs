@@ -3,7 +3,9 @@
 //! Completion queues: creation attributes, work completions as the driver
 //! produces them, and the handle through which it raises CQ events.
 
-use super::{bindings, eopnotsupp, event, object::CoreObject, qp::QpId, verbs::Adapter, Verbs};
+use super::{
+    bindings, eopnotsupp, event::Notifier, object::CoreObject, qp::QpId, verbs::Adapter, Verbs,
+};
 use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, ffi, prelude::*};
 
@@ -226,17 +228,10 @@ impl<T: Verbs> CqRef<T> {
 
     /// Raises `IB_EVENT_CQ_ERR`. Never with a CQ lock held.
     pub(crate) fn error_event(&self) {
-        let cq = self.cq.as_ptr();
-        // SAFETY: the CQ is live and the core set its handler and context
-        // before `create_cq`.
-        unsafe {
-            event::raise(
-                (*cq).event_handler,
-                (*cq).cq_context,
-                (*cq).device,
-                bindings::ib_event__bindgen_ty_1 { cq },
-                bindings::ib_event_type_IB_EVENT_CQ_ERR,
-            );
+        // SAFETY: the CQ is live and set up (type invariant) while `self`
+        // is used, and the notifier does not outlive this call.
+        if let Some(notifier) = unsafe { Notifier::new(self.cq.as_ptr()) } {
+            notifier.raise(bindings::ib_event_type_IB_EVENT_CQ_ERR);
         }
     }
 }

@@ -1,35 +1,109 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Affiliated asynchronous events (`struct ib_event`) for the consumer's
-//! handler of a CQ, QP or SRQ.
+//! Affiliated asynchronous events (`struct ib_event`): how the driver
+//! tells the consumer of a CQ, QP or SRQ that something happened to it.
 
 use super::bindings;
+use core::ptr::NonNull;
 use kernel::ffi::c_void;
 
 /// The handler an object's consumer registered (`event_handler`).
-pub(super) type Handler = Option<unsafe extern "C" fn(*mut bindings::ib_event, *mut c_void)>;
+type Handler = Option<unsafe extern "C" fn(*mut bindings::ib_event, *mut c_void)>;
 
-/// Calls `handler`, if any, with an event of `kind` about `element`.
-///
-/// # Safety
-///
-/// `handler`, `context` and `device` are those the core set up for the live
-/// object that `element` names.
-pub(super) unsafe fn raise(
-    handler: Handler,
-    context: *mut c_void,
-    device: *mut bindings::ib_device,
-    element: bindings::ib_event__bindgen_ty_1,
-    kind: bindings::ib_event_type,
-) {
-    let Some(handler) = handler else {
-        return;
+/// A core object with an event handler of its consumer's.
+pub(crate) trait EventSource {
+    /// The object's handler, its context, its device, and the event's
+    /// `element` naming the object.
+    ///
+    /// # Safety
+    ///
+    /// `this` is a live object that the core has set up.
+    unsafe fn parts(
+        this: *mut Self,
+    ) -> (
+        Handler,
+        *mut c_void,
+        *mut bindings::ib_device,
+        bindings::ib_event__bindgen_ty_1,
+    );
+}
+
+macro_rules! event_source {
+    ($ty:ident, $field:ident, $context:ident) => {
+        impl EventSource for bindings::$ty {
+            unsafe fn parts(
+                this: *mut Self,
+            ) -> (
+                Handler,
+                *mut c_void,
+                *mut bindings::ib_device,
+                bindings::ib_event__bindgen_ty_1,
+            ) {
+                // SAFETY: per the function's contract.
+                let o = unsafe { &*this };
+                let element = bindings::ib_event__bindgen_ty_1 { $field: this };
+                (o.event_handler, o.$context, o.device, element)
+            }
+        }
     };
-    let mut event = bindings::ib_event {
-        device,
-        element,
-        event: kind,
-    };
-    // SAFETY: per the function's contract; the event lives across the call.
-    unsafe { handler(&mut event, context) };
+}
+
+event_source!(ib_cq, cq, cq_context);
+event_source!(ib_qp, qp, qp_context);
+event_source!(ib_srq, srq, srq_context);
+
+/// Raises events about one object.
+///
+/// # Invariants
+///
+/// `obj` is an object the core has set up (its handler and context
+/// included); the driver keeps no copy past the object's destroy verb.
+pub(crate) struct Notifier<O> {
+    obj: NonNull<O>,
+}
+
+impl<O> Clone for Notifier<O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O> Copy for Notifier<O> {}
+
+// SAFETY: a pointer to an object the core shares by design; events may be
+// raised from any thread.
+unsafe impl<O> Send for Notifier<O> {}
+// SAFETY: as for `Send`.
+unsafe impl<O> Sync for Notifier<O> {}
+
+impl<O: EventSource> Notifier<O> {
+    /// # Safety
+    ///
+    /// `obj` is as the type invariant says, for as long as the notifier
+    /// (or a copy) is used.
+    pub(super) unsafe fn new(obj: *mut O) -> Option<Self> {
+        // INVARIANT: per the function's contract.
+        NonNull::new(obj).map(|obj| Self { obj })
+    }
+
+    /// Calls the consumer's handler, if any, with an event of `kind`.
+    ///
+    /// Handlers may run in any context (hardware raises events from
+    /// interrupts) and do not call back into the driver, so the caller may
+    /// hold its locks, which is how it may keep the object alive.
+    pub(super) fn raise(&self, kind: bindings::ib_event_type) {
+        let this = self.obj.as_ptr();
+        // SAFETY: the object is live and set up (type invariant).
+        let (handler, context, device, element) = unsafe { O::parts(this) };
+        let Some(handler) = handler else {
+            return;
+        };
+        let mut event = bindings::ib_event {
+            device,
+            element,
+            event: kind,
+        };
+        // SAFETY: the core's handler for this object, with its context; the
+        // event lives across the call.
+        unsafe { handler(&mut event, context) };
+    }
 }

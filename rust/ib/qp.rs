@@ -7,17 +7,15 @@ use super::{
     ah::{self, Address},
     bindings,
     cq::CqRef,
-    eopnotsupp, event,
+    eopnotsupp,
+    event::Notifier,
     mr::Access,
     object::CoreObject,
     srq::SrqRef,
     verbs::Adapter,
     Verbs,
 };
-use core::{
-    marker::PhantomData,
-    ptr::{self, NonNull},
-};
+use core::{marker::PhantomData, ptr};
 use kernel::{error::from_result, ffi, prelude::*};
 
 /// Names a QP in a work completion (`ib_wc.qp`).
@@ -40,44 +38,15 @@ impl QpId {
     }
 }
 
-/// Raises the affiliated asynchronous events of one QP.
-///
-/// # Invariants
-///
-/// `qp` is a QP the core has set up (event handler and context included);
-/// the driver keeps no copy past the QP's `destroy_qp`.
-#[derive(Clone, Copy)]
-pub(crate) struct QpNotifier {
-    qp: NonNull<bindings::ib_qp>,
-}
-
-// SAFETY: a pointer to an object the core shares by design; events may be
-// raised from any thread.
-unsafe impl Send for QpNotifier {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for QpNotifier {}
+/// Raises the events of one QP.
+pub(crate) type QpNotifier = Notifier<bindings::ib_qp>;
 
 impl QpNotifier {
     /// Raises `IB_EVENT_QP_LAST_WQE_REACHED`: a QP on an SRQ, now in the
     /// error state, will take no more receives from it (`ib_drain_qp`
     /// waits for this).
-    ///
-    /// Handlers may run in any context and do not call back into the
-    /// driver, so the caller may hold its locks, which is how it keeps the
-    /// QP alive across the call.
     pub(crate) fn last_wqe_reached(&self) {
-        let qp = self.qp.as_ptr();
-        // SAFETY: the QP is live (type invariant) and the core set its
-        // handler and context before `create_qp`.
-        unsafe {
-            event::raise(
-                (*qp).event_handler,
-                (*qp).qp_context,
-                (*qp).device,
-                bindings::ib_event__bindgen_ty_1 { qp },
-                bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
-            );
-        }
+        self.raise(bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
     }
 }
 
@@ -587,10 +556,9 @@ impl<T: Verbs> Adapter<T> {
                     // The core checked the SRQ is ours and holds it while
                     // the QP exists.
                     srq: SrqRef::from_raw(init.srq),
-                    // INVARIANT: the core set the QP up before calling us.
-                    notifier: QpNotifier {
-                        qp: NonNull::new(qp).ok_or(EINVAL)?,
-                    },
+                    // The core set the QP up before calling us; the driver
+                    // forgets the QP in `destroy_qp`.
+                    notifier: QpNotifier::new(qp).ok_or(EINVAL)?,
                 };
                 let dev = Self::device((*qp).device);
                 let (qpn, data) = T::new_qp(dev, &mut attr)?;

@@ -4,7 +4,8 @@
 //! the handle through which the driver raises the limit event.
 
 use super::{
-    bindings, eopnotsupp, event,
+    bindings, eopnotsupp,
+    event::Notifier,
     object::CoreObject,
     qp::{PdId, RecvWrs},
     verbs::Adapter,
@@ -62,41 +63,12 @@ impl<T: Verbs> SrqRef<T> {
 }
 
 /// Raises the events of one SRQ.
-///
-/// # Invariants
-///
-/// `srq` is an SRQ that the core has set up (its handler and context
-/// included); the driver keeps no copy past the SRQ's `destroy_srq`.
-#[derive(Clone, Copy)]
-pub(crate) struct SrqNotifier {
-    srq: NonNull<bindings::ib_srq>,
-}
-
-// SAFETY: a pointer to an object the core shares by design; raising an
-// event is allowed from any thread.
-unsafe impl Send for SrqNotifier {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for SrqNotifier {}
+pub(crate) type SrqNotifier = Notifier<bindings::ib_srq>;
 
 impl SrqNotifier {
     /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`.
-    ///
-    /// Handlers may run in any context (hardware raises this from
-    /// interrupts) and do not call back into the driver, so the caller may
-    /// hold its locks, which is how it keeps the SRQ alive across the call.
     pub(crate) fn limit_reached(&self) {
-        let srq = self.srq.as_ptr();
-        // SAFETY: the SRQ is live (type invariant) and the core set its
-        // handler and context before `create_srq`.
-        unsafe {
-            event::raise(
-                (*srq).event_handler,
-                (*srq).srq_context,
-                (*srq).device,
-                bindings::ib_event__bindgen_ty_1 { srq },
-                bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED,
-            );
-        }
+        self.raise(bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED);
     }
 }
 
@@ -135,10 +107,9 @@ impl<T: Verbs> Adapter<T> {
                     // The limit is armed by modify only.
                     limit: 0,
                 };
-                // INVARIANT: the core filled in `srq` before calling us.
-                let notifier = SrqNotifier {
-                    srq: NonNull::new(srq).ok_or(EINVAL)?,
-                };
+                // The core set the SRQ up before calling us; the driver
+                // forgets the SRQ in `destroy_srq`.
+                let notifier = SrqNotifier::new(srq).ok_or(EINVAL)?;
                 let dev = Self::device((*srq).device);
                 let (id, data) = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)?;
                 if let Err(e) = SrqObject::<T>::init(srq, data) {
