@@ -327,7 +327,11 @@ impl ib::Verbs for Rsoft {
         {
             let mut net = dev.net.lock();
             let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
-            if !m.valid_from(entry.state) {
+            let too_many = |n: Option<u8>| n.is_some_and(|n| u32::from(n) > limits::MAX_RD_ATOM);
+            if !m.valid_from(entry.state)
+                || too_many(m.max_rd_atomic)
+                || too_many(m.max_dest_rd_atomic)
+            {
                 return Err(EINVAL);
             }
             entry.apply(m);

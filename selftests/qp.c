@@ -166,6 +166,39 @@ TEST_F(qp, invalid_transitions)
 	EXPECT_EQ(0, ibv_destroy_qp(qp));
 }
 
+/* Outstanding reads/atomics beyond max_qp_rd_atom are refused. */
+TEST_F(qp, rd_atomic_limits)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp *qp = rsoft_rc_qp(lb, lb->scq, lb->rcq, 4);
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+		  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	int rts = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+		  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+
+	ASSERT_NE(NULL, qp);
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	attr = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096,
+		.dest_qp_num = lb->b->qp_num, .ah_attr = { .dlid = 1, .port_num = 1 },
+		.max_dest_rd_atomic = RSOFT_MAX_RD_ATOM + 1,
+	};
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, rtr));
+	attr.max_dest_rd_atomic = RSOFT_MAX_RD_ATOM;
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, rtr));
+	attr = (struct ibv_qp_attr){
+		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 7,
+		.max_rd_atomic = RSOFT_MAX_RD_ATOM + 1,
+	};
+	EXPECT_EQ(EINVAL, ibv_modify_qp(qp, &attr, rts));
+	EXPECT_EQ(IBV_QPS_RTR, qp_state(qp));
+	attr.max_rd_atomic = RSOFT_MAX_RD_ATOM;
+	EXPECT_EQ(0, ibv_modify_qp(qp, &attr, rts));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
 /* Posting sends before RTS is refused with bad_wr set. */
 TEST_F(qp, post_send_in_wrong_state)
 {
