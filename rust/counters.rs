@@ -3,7 +3,10 @@
 //! What rsoft counts on its port, for `rdma statistic show` and the
 //! `hw_counters` directory in sysfs.
 
-use crate::ib::CounterDesc;
+use crate::{
+    ib::{CounterDesc, SendOp},
+    qp::Wqe,
+};
 use kernel::c_str;
 
 /// One counter; its value is the index into [`NAMES`].
@@ -49,6 +52,20 @@ impl Counters {
     pub(crate) fn add(&mut self, counter: Counter, n: u64) {
         let c = &mut self.0[counter as usize];
         *c = c.wrapping_add(n);
+    }
+
+    /// Counts an executed send WQE that moved `len` bytes, and the
+    /// receive it consumed.
+    pub(crate) fn executed(&mut self, wqe: &Wqe, len: u32) {
+        let op = match wqe.op {
+            SendOp::Send => Counter::Sends,
+            SendOp::RdmaWrite(_) => Counter::RdmaWrites,
+            SendOp::RdmaRead(_) => Counter::RdmaReads,
+            SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => Counter::Atomics,
+        };
+        self.add(op, 1);
+        self.add(Counter::Receives, wqe.consumes_recv().into());
+        self.add(Counter::Bytes, len.into());
     }
 
     /// Copies the values, in [`NAMES`] order, into `out`.

@@ -302,19 +302,9 @@ impl ib::Verbs for Rsoft {
             cap.max_recv_sge = 0;
         }
         let entry = KBox::new(QpEntry::new(attr)?, GFP_KERNEL)?;
-        let mut net = dev.net.lock();
-        let slot = match net.qps.insert(entry) {
-            Ok(slot) => slot,
-            Err(entry) => {
-                drop(net);
-                drop(entry);
-                return Err(ENOMEM);
-            }
-        };
-        let qpn = QPN_BASE + slot;
-        if let Some(qp) = net.qp_mut(qpn) {
-            qp.qpn = qpn;
-        }
+        let inserted = dev.net.lock().qps.insert(entry);
+        // A refused entry is dropped here, outside the lock.
+        let qpn = QPN_BASE + inserted.map_err(|_| ENOMEM)?;
         Ok((qpn, Qp { qpn }))
     }
 

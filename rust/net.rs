@@ -200,16 +200,16 @@ impl Net {
     /// The first QP from slot `from` on that has sends queued towards a QP
     /// whose receives come from SRQ `srq`.
     pub(crate) fn next_sender_to_srq(&self, srq: u32, from: u32) -> Option<u32> {
+        let sends_to_srq = |qp: &QpEntry| {
+            qp.state == QpState::Rts
+                && !qp.sq.is_empty()
+                && self
+                    .qp(qp.attr.dest_qpn)
+                    .is_some_and(|dest| dest.srq == Some(srq))
+        };
         (from..limits::MAX_QP)
-            .filter_map(|slot| self.qps.get(slot))
-            .find(|qp| {
-                qp.state == QpState::Rts
-                    && !qp.sq.is_empty()
-                    && self
-                        .qp(qp.attr.dest_qpn)
-                        .is_some_and(|dest| dest.srq == Some(srq))
-            })
-            .map(|qp| qp.qpn)
+            .find(|&slot| self.qps.get(slot).is_some_and(sends_to_srq))
+            .map(|slot| slot + QPN_BASE)
     }
 
     /// The MR a key names, if it is still registered.
@@ -532,7 +532,6 @@ impl Net {
             Ok(()) => WcStatus::Success,
             Err(_) => WcStatus::LocalProtection,
         };
-        self.count_executed(qpn, len);
         let lid = self.lid;
         let Some(qp) = self.qp_mut(qpn) else {
             return;
@@ -541,6 +540,7 @@ impl Net {
             return;
         };
         let (sid, scq, signaled) = (qp.id, qp.send_cq, wqe.signaled || qp.sq_sig_all);
+        self.counters.executed(&wqe, len);
         if wqe.consumes_recv() {
             let Some(rwqe) = self.pop_receive(dest) else {
                 return;
@@ -582,27 +582,6 @@ impl Net {
             };
             self.complete(qpn, scq, send, false, ev);
         }
-    }
-
-    /// Counts the operation of the head send WQE of `qpn`, moving `len`
-    /// bytes, and the receive it consumes.
-    fn count_executed(&mut self, qpn: u32, len: u32) {
-        let Some((wqe, _)) = self.qp(qpn).and_then(|qp| qp.sq.front()) else {
-            return;
-        };
-        let (op, receives) = (wqe.op, wqe.consumes_recv());
-        let c = &mut self.counters;
-        c.add(
-            match op {
-                SendOp::Send => Counter::Sends,
-                SendOp::RdmaWrite(_) => Counter::RdmaWrites,
-                SendOp::RdmaRead(_) => Counter::RdmaReads,
-                SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => Counter::Atomics,
-            },
-            1,
-        );
-        c.add(Counter::Receives, receives.into());
-        c.add(Counter::Bytes, len.into());
     }
 
     /// Completes the head send WQE of `qpn` as sent, if it is signaled.

@@ -139,7 +139,6 @@ impl WorkQueue {
 /// A queue pair, owned by the device's QP table.
 pub(crate) struct QpEntry {
     pub(crate) id: QpId,
-    pub(crate) qpn: u32,
     pub(crate) pd: PdId,
     pub(crate) qp_type: QpType,
     pub(crate) state: QpState,
@@ -157,12 +156,11 @@ pub(crate) struct QpEntry {
 }
 
 impl QpEntry {
-    /// A QP in the RESET state, numbered once it has a slot.
+    /// A QP in the RESET state; its number is its slot in the QP table.
     pub(crate) fn new(attr: &QpInitAttr<Rsoft>) -> Result<Self> {
         let cap = attr.cap;
         Ok(Self {
             id: attr.id,
-            qpn: 0,
             pd: attr.pd,
             qp_type: attr.qp_type,
             state: QpState::Reset,
