@@ -81,6 +81,8 @@ dmesg | sed -n 's/.*rsoft_kverbs: \(\(not \)\{0,1\}ok [0-9]* - \)/\1/p'
 expect "rdma statistic show: rsoft's port counters" \
 	'^link rsoft0/1 cqes [1-9][0-9]* cq_overruns [1-9][0-9]* completion_events [1-9][0-9]* error_completions [1-9][0-9]* sends [1-9][0-9]* receives [1-9][0-9]* rdma_writes [1-9][0-9]* rdma_reads [1-9][0-9]* atomics [1-9][0-9]* bytes [1-9][0-9]*' \
 	rdma statistic show link rsoft0/1
+expect "rdma stat show lists rsoft0/1 with its counters" \
+	'^link rsoft0/1 cqes [1-9][0-9]* cq_overruns ' rdma stat show
 
 # --- CQ attributes in the core's resource tracking (the server's CQ)
 ibv_rc_pingpong -d rsoft0 -p 18999 -r 77 >/dev/null 2>&1 &
@@ -89,6 +91,9 @@ sleep 3
 expect "rdma res show cq -dd: depth, queued, armed, overrun" \
 	'dev rsoft0 .*cqe 78 .*drv_depth 78 drv_queued 0 drv_armed 0 drv_overrun 0 drv_overruns 0' \
 	rdma -dd res show cq dev rsoft0
+expect "rdma res show cq -d: the core's CQ attributes" \
+	'^dev rsoft0 cqn [0-9]+ cqe 78 users 2 .*comm ibv_rc_pingpong' \
+	rdma res show cq -d
 kill $holder
 wait $holder 2>/dev/null
 
