@@ -296,6 +296,9 @@ impl ib::Verbs for Rsoft {
         cap.max_recv_wr = queue_size(cap.max_recv_wr, limits::MAX_QP_WR)?;
         cap.max_send_sge = queue_size(cap.max_send_sge, limits::MAX_SGE)?;
         cap.max_recv_sge = queue_size(cap.max_recv_sge, limits::MAX_SGE)?;
+        if cap.max_inline_data > limits::MAX_INLINE_DATA {
+            return Err(EINVAL);
+        }
         if attr.srq.is_some() {
             // Receives come from the SRQ; the QP's own queue stays empty.
             cap.max_recv_wr = 0;

@@ -166,8 +166,9 @@ pub(crate) fn write_sges<'a>(
     Ok(())
 }
 
-/// Performs an atomic on the 8 bytes at `remote` and stores the original
-/// value in the one non-empty local SGE. All were checked by the caller.
+/// Performs an atomic on the 8 bytes at `remote` and scatters the original
+/// value over the local SGEs (8 bytes in all, in however many pieces). All
+/// were checked by the caller.
 pub(crate) fn atomic<'a>(
     lookup: impl Fn(u32) -> Option<&'a MrEntry>,
     local: &[SgeCopy],
@@ -177,9 +178,6 @@ pub(crate) fn atomic<'a>(
 ) -> Result {
     let rmr = lookup(remote.rkey).ok_or(EINVAL)?;
     let roff = rmr.offset_of(remote.addr, 8).ok_or(EINVAL)?;
-    let sge = local.iter().find(|s| s.length > 0).ok_or(EINVAL)?;
-    let lmr = lookup(sge.lkey).ok_or(EINVAL)?;
-    let loff = lmr.offset_of(sge.addr, 8).ok_or(EINVAL)?;
     let old = rmr.mem.atomic(roff, operand, swap)?;
-    lmr.mem.write(loff, &old.to_ne_bytes())
+    write_sges(lookup, local, &old.to_ne_bytes())
 }

@@ -239,7 +239,9 @@ impl Net {
         self.mrs.remove(key_slot(key))
     }
 
-    /// Pushes `wc` to `cq`; an overrun puts QP `qpn` in the error state.
+    /// Pushes `wc` to `cq`. A completion in error, or one its CQ could not
+    /// take, puts QP `qpn` in the error state: every later WR of the QP
+    /// flushes. This is the one place that rule lives.
     fn complete(&mut self, qpn: u32, cq: CqRef<Rsoft>, wc: Wc, solicited: bool, ev: &mut Events) {
         let error = wc.status != WcStatus::Success;
         let Outcome { event, overran } = RsoftCq::push(cq, wc, solicited || error);
@@ -255,7 +257,7 @@ impl Net {
             matches!(event, Some(CqEvent::Completion(_))).into(),
         );
         ev.add(event);
-        if overran {
+        if error || overran {
             if let Some(qp) = self.qp_mut(qpn) {
                 qp.enter_error();
             }
@@ -357,6 +359,8 @@ impl Net {
             SendOp::RdmaWrite(r) => remote_check(r, Access::REMOTE_WRITE),
             SendOp::RdmaRead(r) => remote_check(r, Access::REMOTE_READ),
             SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
+                // The core keeps an MR's iova and memory at the same page
+                // offset, so an aligned address is an aligned word.
                 if len != 8 {
                     Some(Attempt::SenderError(WcStatus::LocalLength))
                 } else if remote.addr % 8 != 0 {
@@ -604,29 +608,26 @@ impl Net {
         }
     }
 
-    /// Completes the head WQE of one of `qpn`'s queues with `status` and
-    /// puts the QP in the error state. Returns whether there was a WQE.
+    /// Completes the head WQE of one of `qpn`'s queues with the error
+    /// `status` (which puts the QP in the error state). Returns whether
+    /// there was a WQE.
     fn fail_head(&mut self, qpn: u32, queue: Queue, status: WcStatus, ev: &mut Events) -> bool {
         let Some(qp) = self.qp_mut(qpn) else {
             return false;
         };
-        let (wqe, cq, opcode) = match queue {
-            Queue::Send => (qp.sq.pop(), qp.send_cq, WcOpcode::Send),
+        let (id, wqe, cq, opcode) = match queue {
+            Queue::Send => (qp.id, qp.sq.pop(), qp.send_cq, WcOpcode::Send),
             Queue::Recv => {
-                let cq = qp.recv_cq;
-                (self.pop_receive(qpn), cq, WcOpcode::Recv)
+                let (id, cq) = (qp.id, qp.recv_cq);
+                (id, self.pop_receive(qpn), cq, WcOpcode::Recv)
             }
         };
         let Some(wqe) = wqe else {
             return false;
         };
-        let Some(qp) = self.qp_mut(qpn) else {
-            return false;
-        };
-        qp.enter_error();
         let wc = Wc {
             wr_id: wqe.wr_id,
-            qp: qp.id,
+            qp: id,
             status,
             opcode,
             ..Wc::EMPTY

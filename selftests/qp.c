@@ -212,6 +212,106 @@ TEST_F(qp, post_send_in_wrong_state)
 	EXPECT_EQ(&wr, bad);
 }
 
+/*
+ * A list refused as a whole names its first WR in bad_wr: receives in
+ * RESET, sends in INIT. Nothing of it is posted.
+ */
+TEST_F(qp, bad_wr_names_head_of_refused_list)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp *qp = rsoft_rc_qp(lb, lb->scq, lb->rcq, 4);
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+	};
+	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
+	struct ibv_recv_wr rwr[2] = {
+		{ .wr_id = 1, .next = &rwr[1], .sg_list = &sge, .num_sge = 1 },
+		{ .wr_id = 2, .sg_list = &sge, .num_sge = 1 },
+	}, *rbad = NULL;
+	struct ibv_send_wr swr[2] = {
+		{ .wr_id = 3, .next = &swr[1], .sg_list = &sge, .num_sge = 1,
+		  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+		{ .wr_id = 4, .sg_list = &sge, .num_sge = 1,
+		  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+	}, *sbad = NULL;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, qp);
+	EXPECT_EQ(EINVAL, ibv_post_recv(qp, rwr, &rbad));
+	EXPECT_EQ(&rwr[0], rbad);
+	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
+	EXPECT_EQ(EINVAL, ibv_post_send(qp, swr, &sbad));
+	EXPECT_EQ(&swr[0], sbad);
+	/* Nothing was queued: ERR has nothing to flush. */
+	ASSERT_EQ(0, set_qp_state(qp, IBV_QPS_ERR));
+	EXPECT_EQ(0, poll_one(lb->scq, &wc));
+	EXPECT_EQ(0, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(0, ibv_destroy_qp(qp));
+}
+
+/*
+ * A list whose third WR is refused (more SGEs than the QP has) names that
+ * WR in bad_wr; the two before it are posted and complete.
+ */
+TEST_F(qp, bad_wr_names_third_of_list)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_sge sge[3] = {
+		{ (uintptr_t)lb->buf, 8, lb->mr->lkey },
+		{ (uintptr_t)lb->buf + 8, 8, lb->mr->lkey },
+		{ (uintptr_t)lb->buf + 16, 8, lb->mr->lkey },
+	};
+	struct ibv_recv_wr rwr[3] = {
+		{ .wr_id = 1, .next = &rwr[1], .sg_list = sge, .num_sge = 1 },
+		{ .wr_id = 2, .next = &rwr[2], .sg_list = sge, .num_sge = 1 },
+		{ .wr_id = 3, .sg_list = sge, .num_sge = 3 },
+	}, *rbad = NULL;
+	struct ibv_send_wr swr[3], *sbad = NULL;
+	struct ibv_wc wc[4];
+
+	EXPECT_EQ(EINVAL, ibv_post_recv(lb->b, rwr, &rbad));
+	EXPECT_EQ(&rwr[2], rbad);
+	for (int i = 0; i < 3; i++)
+		swr[i] = (struct ibv_send_wr){
+			.wr_id = 10 + i, .next = i < 2 ? &swr[i + 1] : NULL,
+			.sg_list = sge, .num_sge = i < 2 ? 1 : 3,
+			.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+		};
+	EXPECT_EQ(EINVAL, ibv_post_send(lb->a, swr, &sbad));
+	EXPECT_EQ(&swr[2], sbad);
+	ASSERT_EQ(2, ibv_poll_cq(lb->scq, 4, wc));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(10 + i, wc[i].wr_id);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+	}
+	ASSERT_EQ(2, ibv_poll_cq(lb->rcq, 4, wc));
+	for (int i = 0; i < 2; i++) {
+		EXPECT_EQ(1 + i, wc[i].wr_id);
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+	}
+}
+
+/* A QP is never granted less inline data than it asked for. */
+TEST_F(qp, inline_data_not_granted_is_refused)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = self->lb.scq, .recv_cq = self->lb.rcq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = 64 },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(self->lb.pd, &init);
+
+	EXPECT_EQ(NULL, qp);
+	EXPECT_EQ(EINVAL, errno);
+	if (qp) {
+		TH_LOG("granted max_inline_data %u", init.cap.max_inline_data);
+		ibv_destroy_qp(qp);
+	}
+}
+
 /* Modify to ERR flushes outstanding receives as WR_FLUSH_ERR, in order. */
 TEST_F(qp, error_state_flushes)
 {

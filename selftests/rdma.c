@@ -213,4 +213,66 @@ TEST_F(rdma, misaligned_atomic)
 	expect_remote_error(_metadata, &self->lb, IBV_WC_REM_INV_REQ_ERR);
 }
 
+/*
+ * Atomic alignment is that of the address, not of the offset into the MR:
+ * an aligned word of an MR that starts 4 bytes past a word is usable.
+ */
+TEST_F(rdma, atomic_in_unaligned_mr)
+{
+	uint64_t *word = (uint64_t *)(self->target + 8);
+	uint64_t *result = (uint64_t *)self->lb.buf;
+	struct ibv_mr *mr = ibv_reg_mr(self->lb.pd, self->target + 4, 64,
+				       REMOTE_ALL);
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, mr);
+	*word = 5;
+	ASSERT_EQ(0, post_rdma(&self->lb, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8,
+			       (uintptr_t)word, mr->rkey, 3, 0));
+	wc = poll1(self->lb.scq);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(5, *result);
+	EXPECT_EQ(8, *word);
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(self->lb.a));
+	EXPECT_EQ(0, ibv_dereg_mr(mr));
+}
+
+/*
+ * An atomic's result scattered over two SGEs (3 + 5 bytes) fills both and
+ * touches no byte outside them.
+ */
+TEST_F(rdma, atomic_result_scattered)
+{
+	uint64_t *word = (uint64_t *)(self->target + 64);
+	uint64_t old = 0x0807060504030201ULL, got = 0;
+	char *buf = self->lb.buf;
+	struct ibv_sge sge[2] = {
+		{ (uintptr_t)buf + 100, 3, self->lb.mr->lkey },
+		{ (uintptr_t)buf + 200, 5, self->lb.mr->lkey },
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .sg_list = sge, .num_sge = 2,
+		.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.atomic = {
+			.remote_addr = (uintptr_t)word, .compare_add = 1,
+			.rkey = self->tmr->rkey,
+		},
+	}, *bad;
+
+	memset(buf, 0xaa, 512);
+	*word = old;
+	ASSERT_EQ(0, ibv_post_send(self->lb.a, &wr, &bad));
+	EXPECT_EQ(IBV_WC_SUCCESS, poll1(self->lb.scq).status);
+	EXPECT_EQ(old + 1, *word);
+	memcpy(&got, buf + 100, 3);
+	memcpy((char *)&got + 3, buf + 200, 5);
+	EXPECT_EQ(old, got);
+	for (int i = 0; i < 512; i++) {
+		if ((i >= 100 && i < 103) || (i >= 200 && i < 205))
+			continue;
+		EXPECT_EQ((char)0xaa, buf[i]) TH_LOG("byte %d changed", i);
+	}
+}
+
 TEST_HARNESS_MAIN

@@ -193,16 +193,23 @@ impl Memory {
         Ok(())
     }
 
-    /// Performs an 8-byte atomic at `off` (8-aligned, in range): compare
+    /// Whether the 8 bytes at `off` are in range and form an aligned word
+    /// of memory (what matters is the page offset, not `off`: a region
+    /// need not start on a word).
+    fn word_aligned(&self, off: u64) -> bool {
+        self.fits(off, 8) && self.page_of(off).is_ok_and(|(_, in_page)| in_page % 8 == 0)
+    }
+
+    /// Performs an 8-byte atomic at `off` (an aligned word, in range): compare
     /// and swap when `swap` is given, else fetch and add `operand`.
     /// Returns the original value. The caller serialises atomics.
     pub(crate) fn atomic(&self, off: u64, operand: u64, swap: Option<u64>) -> Result<u64> {
-        if off % 8 != 0 || !self.fits(off, 8) {
+        if !self.word_aligned(off) {
             return Err(EINVAL);
         }
         let (page, in_page) = self.page_of(off)?;
-        // SAFETY: the 8 bytes lie within one page (aligned), which is
-        // usable as for `copy`.
+        // SAFETY: the 8 bytes lie within one page (an aligned word never
+        // crosses one), which is usable as for `copy`.
         Ok(unsafe {
             bindings::rsoft_page_atomic(page.0, in_page, swap.is_some(), operand, swap.unwrap_or(0))
         })

@@ -117,6 +117,8 @@ pub(crate) struct QpCap {
     pub(crate) max_recv_wr: u32,
     pub(crate) max_send_sge: u32,
     pub(crate) max_recv_sge: u32,
+    /// Bytes a send WR may carry inline (`IB_SEND_INLINE`).
+    pub(crate) max_inline_data: u32,
 }
 
 impl QpCap {
@@ -126,6 +128,7 @@ impl QpCap {
             max_recv_wr: c.max_recv_wr,
             max_send_sge: c.max_send_sge,
             max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
         }
     }
 
@@ -134,8 +137,7 @@ impl QpCap {
         c.max_recv_wr = self.max_recv_wr;
         c.max_send_sge = self.max_send_sge;
         c.max_recv_sge = self.max_recv_sge;
-        // The stock ABI-1 provider has no inline path.
-        c.max_inline_data = 0;
+        c.max_inline_data = self.max_inline_data;
     }
 }
 
@@ -291,8 +293,10 @@ pub(crate) struct RecvWr<'a> {
     pub(crate) sges: &'a [Sge],
 }
 
-/// A list of work requests as the core hands it over; remembers the last
-/// one yielded, which is what `bad_wr` reports when posting stops.
+/// A list of work requests as the core hands it over; remembers the first
+/// one not yet accepted (the head, then the last one yielded), which is what
+/// `bad_wr` reports when posting stops: a post refused before its first WR
+/// is read names that first WR, as the verbs contract says.
 pub(crate) struct WrList<'a, W> {
     next: *const W,
     current: *const W,
@@ -305,7 +309,7 @@ impl<W> WrList<'_, W> {
     pub(super) fn new(head: *const W, datagram: bool) -> Self {
         Self {
             next: head,
-            current: ptr::null(),
+            current: head,
             datagram,
             _list: PhantomData,
         }

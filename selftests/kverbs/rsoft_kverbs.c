@@ -8,7 +8,9 @@
  * the next one, from whatever context the CQ polls in. One more run
  * takes the receives from an SRQ, whose ib_drain_qp() waits for the Last
  * WQE Reached event.
- * Runs at load; prints one TAP line per context and fails the load if any
+ * Two last checks post refused WR lists and read bad_wr, and make an RC
+ * QP complete in error.
+ * Runs at load; prints one TAP line per check and fails the load if any
  * check failed.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
@@ -16,6 +18,7 @@
 #include <linux/completion.h>
 #include <linux/module.h>
 #include <linux/slab.h>
+#include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 
 #include "kselftest_module.h"
@@ -97,20 +100,27 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	msg_done(wc, true);
 }
 
-static struct ib_qp *create_qp(struct kverbs_run *run, struct ib_srq *srq)
+/* An RC QP of @depth WRs with one SGE each, receiving from @srq if set. */
+static struct ib_qp *new_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
+			       struct ib_srq *srq, u32 depth)
 {
 	struct ib_qp_init_attr init = {
-		.send_cq = run->cq,
-		.recv_cq = run->cq,
+		.send_cq = cq,
+		.recv_cq = cq,
 		.srq = srq,
-		/* One more of each for ib_drain_qp(). */
-		.cap = { .max_send_wr = NMSG + 1, .max_recv_wr = NMSG + 1,
+		.cap = { .max_send_wr = depth, .max_recv_wr = depth,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
 	};
 
-	return ib_create_qp(run->pd, &init);
+	return ib_create_qp(pd, &init);
+}
+
+static struct ib_qp *create_qp(struct kverbs_run *run, struct ib_srq *srq)
+{
+	/* One more WR of each kind for ib_drain_qp(). */
+	return new_rc_qp(run->pd, run->cq, srq, NMSG + 1);
 }
 
 static int connect_qp(struct ib_qp *qp, u16 lid, u32 dest_qpn)
@@ -301,6 +311,178 @@ free_run:
 	return ret;
 }
 
+/*
+ * A refused post names in *bad_wr the first WR not posted: the head of a
+ * list refused as a whole (receives in RESET, sends before RTS), or the
+ * third WR of a list whose third has more SGEs than the QP allows.
+ */
+static int check_bad_wr(struct ib_device *dev)
+{
+	struct ib_qp_attr attr = { .qp_state = IB_QPS_INIT, .port_num = 1 };
+	struct ib_sge sge[2] = {};
+	struct ib_recv_wr rwr[3] = {};
+	struct ib_send_wr swr[2] = {};
+	const struct ib_recv_wr *rbad = NULL;
+	const struct ib_send_wr *sbad = NULL;
+	struct ib_pd *pd;
+	struct ib_cq *cq;
+	struct ib_qp *qp;
+	int i, ret;
+
+	pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(pd))
+		return PTR_ERR(pd);
+	cq = ib_alloc_cq(dev, NULL, 8, 0, IB_POLL_DIRECT);
+	ret = PTR_ERR_OR_ZERO(cq);
+	if (ret)
+		goto free_pd;
+	qp = new_rc_qp(pd, cq, NULL, 4);
+	ret = PTR_ERR_OR_ZERO(qp);
+	if (ret)
+		goto free_cq;
+	for (i = 0; i < 3; i++) {
+		rwr[i].next = i < 2 ? &rwr[i + 1] : NULL;
+		rwr[i].sg_list = sge;
+		rwr[i].num_sge = 1;
+	}
+	swr[0].next = &swr[1];
+	for (i = 0; i < 2; i++) {
+		swr[i].sg_list = sge;
+		swr[i].num_sge = 1;
+		swr[i].opcode = IB_WR_SEND;
+	}
+	ret = -EBADMSG;
+	if (ib_post_recv(qp, rwr, &rbad) != -EINVAL || rbad != &rwr[0])
+		goto destroy;
+	if (ib_modify_qp(qp, &attr, IB_QP_STATE | IB_QP_PKEY_INDEX |
+			 IB_QP_PORT | IB_QP_ACCESS_FLAGS))
+		goto destroy;
+	if (ib_post_send(qp, swr, &sbad) != -EINVAL || sbad != &swr[0])
+		goto destroy;
+	rwr[2].num_sge = 2;
+	if (ib_post_recv(qp, rwr, &rbad) != -EINVAL || rbad != &rwr[2])
+		goto destroy;
+	ret = 0;
+destroy:
+	ib_destroy_qp(qp);
+free_cq:
+	ib_free_cq(cq);
+free_pd:
+	ib_dealloc_pd(pd);
+	return ret;
+}
+
+/* Posts one signaled SEND of @len bytes at DMA address @addr, id @id. */
+static int post_send_at(struct ib_qp *qp, u64 addr, u32 len, u64 id)
+{
+	struct ib_sge sge = {
+		.addr = addr, .length = len, .lkey = qp->pd->local_dma_lkey,
+	};
+	struct ib_send_wr wr = {
+		.wr_id = id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IB_WR_SEND, .send_flags = IB_SEND_SIGNALED,
+	};
+
+	return ib_post_send(qp, &wr, NULL);
+}
+
+/* Whether the next completion on @cq is @id's with @status. */
+static bool next_wc_is(struct ib_cq *cq, u64 id, enum ib_wc_status status)
+{
+	struct ib_wc wc;
+
+	return ib_poll_cq(cq, 1, &wc) == 1 && wc.wr_id == id &&
+	       wc.status == status;
+}
+
+/*
+ * Any error completion of an RC QP leaves it in ERR, and later WRs flush.
+ * The error here: a send whose SGE names memory outside the linear map (a
+ * vmalloc buffer, which no DMA mapping would hand out) cannot be read.
+ */
+static int check_error_enters_err(struct ib_device *dev)
+{
+	struct ib_qp_attr attr;
+	struct ib_qp_init_attr init;
+	struct ib_port_attr port;
+	struct ib_pd *pd;
+	struct ib_cq *cq, *bcq;
+	struct ib_qp *a, *b;
+	struct ib_sge rsge = { .length = 64 };
+	struct ib_recv_wr rwr = { .wr_id = 10, .sg_list = &rsge, .num_sge = 1 };
+	void *vbuf;
+	u8 *buf;
+	u64 dma;
+	int ret = -ENOMEM;
+
+	buf = kzalloc(64, GFP_KERNEL);
+	vbuf = vzalloc(64);
+	if (!buf || !vbuf)
+		goto free_bufs;
+	dma = ib_dma_map_single(dev, buf, 64, DMA_BIDIRECTIONAL);
+	ret = -EIO;
+	if (ib_dma_mapping_error(dev, dma))
+		goto free_bufs;
+	pd = ib_alloc_pd(dev, 0);
+	ret = PTR_ERR_OR_ZERO(pd);
+	if (ret)
+		goto unmap;
+	cq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
+	ret = PTR_ERR_OR_ZERO(cq);
+	if (ret)
+		goto free_pd;
+	bcq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
+	ret = PTR_ERR_OR_ZERO(bcq);
+	if (ret)
+		goto free_cq;
+	a = new_rc_qp(pd, cq, NULL, 4);
+	ret = PTR_ERR_OR_ZERO(a);
+	if (ret)
+		goto free_bcq;
+	b = new_rc_qp(pd, bcq, NULL, 4);
+	ret = PTR_ERR_OR_ZERO(b);
+	if (ret)
+		goto destroy_a;
+	ret = ib_query_port(dev, 1, &port);
+	if (!ret)
+		ret = connect_qp(a, port.lid, b->qp_num);
+	if (!ret)
+		ret = connect_qp(b, port.lid, a->qp_num);
+	rsge.addr = dma;
+	rsge.lkey = pd->local_dma_lkey;
+	if (!ret)
+		ret = ib_post_recv(b, &rwr, NULL);
+	if (!ret)
+		ret = post_send_at(a, (uintptr_t)vbuf, 64, 1);
+	if (ret)
+		goto destroy_b;
+	ret = -EBADMSG;
+	if (!next_wc_is(cq, 1, IB_WC_LOC_PROT_ERR))
+		goto destroy_b;
+	if (ib_query_qp(a, &attr, IB_QP_STATE, &init) ||
+	    attr.qp_state != IB_QPS_ERR)
+		goto destroy_b;
+	if (post_send_at(a, dma, 64, 2) || !next_wc_is(cq, 2, IB_WC_WR_FLUSH_ERR))
+		goto destroy_b;
+	ret = 0;
+destroy_b:
+	ib_destroy_qp(b);
+destroy_a:
+	ib_destroy_qp(a);
+free_bcq:
+	ib_free_cq(bcq);
+free_cq:
+	ib_free_cq(cq);
+free_pd:
+	ib_dealloc_pd(pd);
+unmap:
+	ib_dma_unmap_single(dev, dma, 64, DMA_BIDIRECTIONAL);
+free_bufs:
+	vfree(vbuf);
+	kfree(buf);
+	return ret;
+}
+
 static void __init selftest(void)
 {
 	static const struct {
@@ -331,6 +513,18 @@ static void __init selftest(void)
 		pr_info("%sok %d - kernel consumer, poll context %s: %d messages (%d)\n",
 			ret ? "not " : "", i + 1, runs[i].name, NMSG, ret);
 	}
+	ret = check_bad_wr(dev);
+	total_tests++;
+	if (ret)
+		failed_tests++;
+	pr_info("%sok %d - kernel consumer: bad_wr names the first WR not posted (%d)\n",
+		ret ? "not " : "", ++i, ret);
+	ret = check_error_enters_err(dev);
+	total_tests++;
+	if (ret)
+		failed_tests++;
+	pr_info("%sok %d - kernel consumer: an error completion puts the QP in ERR (%d)\n",
+		ret ? "not " : "", ++i, ret);
 	ib_device_put(dev);
 }
 
