@@ -164,6 +164,10 @@ done
 check "20 x insmod, open/close context, rmmod" test $reload_ok = 1
 check "no device left after rmmod" test -z "$(ls /sys/class/infiniband)"
 
+# --- the guest kernel's own modules, for comparisons with rxe and siw
+check "modprobe loads the guest kernel's rdma_rxe and siw" \
+	sh -c 'modprobe rdma_rxe && modprobe siw && modprobe -r rdma_rxe siw'
+
 # --- kernel log: no leak, no warning
 if [[ -w $kmemleak ]]; then
 	sleep 6	# kmemleak ignores objects younger than 5 s

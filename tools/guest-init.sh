@@ -26,9 +26,16 @@ mount -t 9p -o trans=virtio,version=9p2000.L rsoftshare /run/share
 echo "rsoft-guest: up"
 . /run/share/env
 
-# The guest kernel's own modules (rxe, siw) for modprobe.
-if [[ -d $RSOFT_MODULES && -d /lib/modules ]]; then
-	mount --bind "$RSOFT_MODULES" /lib/modules
+# The guest kernel's own modules (rxe, siw) live in the kernel cache, and
+# the host may have no /lib/modules to bind them over: a modprobe that looks
+# there (-d) serves the shell and the kernel's own requests (rdma link add).
+if [[ -d $RSOFT_MODULES ]]; then
+	mkdir -p /run/rsoft/bin
+	printf '#!/bin/sh\nexec /sbin/modprobe -d %q "$@"\n' "${RSOFT_MODULES%/lib/modules}" \
+		> /run/rsoft/bin/modprobe
+	chmod 755 /run/rsoft/bin/modprobe
+	echo /run/rsoft/bin/modprobe > /proc/sys/kernel/modprobe
+	export PATH=/run/rsoft/bin:$PATH
 fi
 ip link set lo up
 
