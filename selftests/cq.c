@@ -292,7 +292,7 @@ out_ch:
 	return ret;
 }
 
-#define CYCLES 100000
+#define CYCLES 20000
 
 TEST_F_TIMEOUT(cq, events_one_per_arm, 600)
 {

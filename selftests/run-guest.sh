@@ -99,7 +99,7 @@ wait $holder 2>/dev/null
 
 # --- stock ibv_rc_pingpong between two processes, data checked (-c)
 for size in 1 4096 65536 1048576; do
-	iters=10000
+	iters=1000
 	for events in "" -e; do
 		"$top/selftests/pingpong.sh" "ibv_rc_pingpong -s $size -n $iters -c $events" \
 			ibv_rc_pingpong -s "$size" -n "$iters" -c $events
@@ -109,23 +109,23 @@ done
 # --- stock ibv_uc_pingpong between two processes
 for size in 1 4096 65536; do
 	for events in "" -e; do
-		"$top/selftests/pingpong.sh" "ibv_uc_pingpong -s $size -n 10000 -c $events" \
-			ibv_uc_pingpong -s "$size" -n 10000 -c $events
+		"$top/selftests/pingpong.sh" "ibv_uc_pingpong -s $size -n 1000 -c $events" \
+			ibv_uc_pingpong -s "$size" -n 1000 -c $events
 	done
 done
 
 # --- stock ibv_ud_pingpong: payload after the GRH space; -g 0 adds a GRH
 for grh in "" "-g 0"; do
 	for events in "" -e; do
-		"$top/selftests/pingpong.sh" "ibv_ud_pingpong -s 2048 -n 5000 -c $grh $events" \
-			ibv_ud_pingpong -s 2048 -n 5000 -c $grh $events
+		"$top/selftests/pingpong.sh" "ibv_ud_pingpong -s 2048 -n 500 -c $grh $events" \
+			ibv_ud_pingpong -s 2048 -n 500 -c $grh $events
 	done
 done
 
 # --- stock ibv_srq_pingpong: 16 RC QPs receiving from one SRQ
 for events in "" -e; do
-	"$top/selftests/pingpong.sh" "ibv_srq_pingpong -s 4096 -n 5000 -c $events" \
-		ibv_srq_pingpong -s 4096 -n 5000 -c $events
+	"$top/selftests/pingpong.sh" "ibv_srq_pingpong -s 4096 -n 500 -c $events" \
+		ibv_srq_pingpong -s 4096 -n 500 -c $events
 done
 
 # --- perftest between two processes: RC, and the UC/UD variants it has
