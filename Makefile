@@ -4,9 +4,11 @@
 # own kernel: make -C /path/to/kernel/build M=$PWD
 #
 #   make run CMD='program args'   run a host program in the guest
+#   make fuzz [SEED=..] [SEEDS=..] [OPS=..] [THREADS=..]
+#                                 a long verbs fuzzer campaign in the guest
 #   make KDIR=/path/to/build      build against another kernel
 
-export KDIR CMD RSOFT_PARAMS
+export KDIR CMD RSOFT_PARAMS SEED SEEDS OPS THREADS
 
 all:
 	@tools/module.sh >/dev/null
@@ -17,6 +19,9 @@ run:
 check:
 	@tools/check.sh
 
+fuzz:
+	@tools/fuzz.sh
+
 kernel-release:
 	@tools/kernel.sh release
 
@@ -26,4 +31,4 @@ clean:
 	$(MAKE) -C selftests clean
 	rm -f selftests/kverbs/*.ko selftests/kverbs/*.o selftests/kverbs/*.mod*
 
-.PHONY: all run check kernel-release clean
+.PHONY: all run check fuzz kernel-release clean

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The model of a lane: the verbs contract for one RC or UC QP pair,
+ * simulated WR by WR in posting order. It predicts each completion (in
+ * order, per CQ) and each byte the device writes (into the shadows).
+ *
+ * It depends on nothing but the order of verbs calls: an RC send that
+ * finds no receive waits (rnr_retry 7) until one is posted, whenever the
+ * device runs it; the fuzzer posts UC receives only while a's queue is
+ * idle, so a UC send finds the same receives whenever it runs. A WR
+ * carries at most one fault, so which error wins is never in question.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+
+static void push(struct fifo *f, const struct expect *e)
+{
+	if (f->len == MAX_EXPECT + DEPTH) {
+		violation("model: more than %d completions expected", f->len);
+		return;
+	}
+	f->e[(f->head + f->len++) % (MAX_EXPECT + DEPTH)] = *e;
+}
+
+static void expect_a(struct lane *l, const struct mwr *w,
+		     enum ibv_wc_status status, enum ibv_wc_opcode opcode)
+{
+	struct expect e = { .wr_id = w->wr_id, .status = status, .opcode = opcode };
+
+	push(&l->ea, &e);
+}
+
+/* b's oldest receive completes with @status (an error or a flush). */
+static void fail_recv(struct lane *l, enum ibv_wc_status status)
+{
+	struct expect e = { .wr_id = l->rq[l->rq_head].wr_id, .status = status };
+
+	push(&l->eb, &e);
+	l->rq_head = (l->rq_head + 1) % DEPTH;
+	l->rq_len--;
+}
+
+void model_qp_error(struct lane *l, int b)
+{
+	if (!b) {
+		l->a_err = 1;
+		return;
+	}
+	l->b_err = 1;
+	while (l->rq_len)
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR);
+}
+
+static enum ibv_wc_opcode send_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static int is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static int consumes_recv(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
+	       op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static int in_mem(const struct mem *m, uint64_t addr, uint64_t len)
+{
+	uint64_t base = (uintptr_t)m->base;
+
+	return addr >= base && addr + len <= base + m->len && addr + len >= addr;
+}
+
+static char *shadow(struct mem *m, uint64_t addr)
+{
+	return m->shadow + (addr - (uintptr_t)m->raw);
+}
+
+/*
+ * Total length of @sge if every non-empty one names @m through @key (or,
+ * when @writable is 0, @ro_key too); -1 otherwise.
+ */
+static int64_t sges_len(const struct mem *m, const struct ibv_sge *sge, int n,
+			uint32_t key, uint32_t ro_key, int writable)
+{
+	int64_t len = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (!sge[i].length)
+			continue;
+		if (sge[i].lkey != key && (writable || sge[i].lkey != ro_key))
+			return -1;
+		if (!in_mem(m, sge[i].addr, sge[i].length))
+			return -1;
+		len += sge[i].length;
+	}
+	return len;
+}
+
+static void gather(struct mem *m, const struct ibv_sge *sge, int n, char *out)
+{
+	for (int i = 0; i < n; i++) {
+		memcpy(out, shadow(m, sge[i].addr), sge[i].length);
+		out += sge[i].length;
+	}
+}
+
+static void scatter(struct mem *m, const struct ibv_sge *sge, int n,
+		    const char *in, size_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		size_t k = sge[i].length < len ? sge[i].length : len;
+
+		memcpy(shadow(m, sge[i].addr), in, k);
+		in += k;
+		len -= k;
+	}
+}
+
+/* Whether b grants @need on [raddr, raddr + len) through @rkey. */
+static int remote_ok(struct lane *l, uint64_t raddr, uint32_t rkey,
+		     uint64_t len, int need)
+{
+	int mr_rights;
+
+	if (rkey == l->bmr->rkey)
+		mr_rights = l->brights;
+	else if (rkey == l->bmr_ro->rkey)
+		mr_rights = IBV_ACCESS_REMOTE_READ;
+	else
+		return 0;
+	return (mr_rights & need) == need && (l->qp_rights & need) == need &&
+	       in_mem(&l->bm, raddr, len);
+}
+
+/* a's head WR failed with @status: it completes, a goes to ERR. */
+static void fail_send(struct lane *l, const struct mwr *w,
+		      enum ibv_wc_status status)
+{
+	expect_a(l, w, status, send_opcode(w->op));
+	l->a_err = 1;
+}
+
+/* The data movement of a successful WR, into the shadows. */
+static void apply(struct lane *l, const struct mwr *w, const struct mwr *recv,
+		  int64_t len)
+{
+	static char buf[SLOT * NSLOT];
+	uint64_t old, val;
+
+	switch (w->op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		gather(&l->am, w->sge, w->num_sge, buf);
+		scatter(&l->bm, recv->sge, recv->num_sge, buf, len);
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		gather(&l->am, w->sge, w->num_sge, buf);
+		if (len)
+			memcpy(shadow(&l->bm, w->raddr), buf, len);
+		break;
+	case IBV_WR_RDMA_READ:
+		if (len)
+			scatter(&l->am, w->sge, w->num_sge,
+				shadow(&l->bm, w->raddr), len);
+		break;
+	default:
+		memcpy(&old, shadow(&l->bm, w->raddr), 8);
+		if (w->op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+			val = old + w->compare_add;
+		else
+			val = old == w->compare_add ? w->swap : old;
+		memcpy(shadow(&l->bm, w->raddr), &val, 8);
+		scatter(&l->am, w->sge, w->num_sge, (char *)&old, 8);
+		break;
+	}
+}
+
+/*
+ * Runs a's head WR; returns 0 when it must wait for a receive (RC), 1 when
+ * it was consumed.
+ */
+static int run_one(struct lane *l, const struct mwr *w)
+{
+	int rc = l->type == IBV_QPT_RC, writes_local;
+	int need = 0;
+	struct mwr *recv;
+	int64_t len, room;
+
+	if (l->a_err) {
+		expect_a(l, w, IBV_WC_WR_FLUSH_ERR, 0);
+		return 1;
+	}
+	writes_local = w->op == IBV_WR_RDMA_READ || is_atomic(w->op);
+	len = sges_len(&l->am, w->sge, w->num_sge, l->amr->lkey,
+		       l->amr_ro->lkey, writes_local);
+	if (len < 0) {
+		fail_send(l, w, IBV_WC_LOC_PROT_ERR);
+		return 1;
+	}
+	if (l->b_err) {
+		if (!rc)
+			goto sent;	/* UC: nobody takes it */
+		fail_send(l, w, IBV_WC_RETRY_EXC_ERR);
+		return 1;
+	}
+	if (is_atomic(w->op) && len != 8) {
+		fail_send(l, w, IBV_WC_LOC_LEN_ERR);
+		return 1;
+	}
+	if (w->op == IBV_WR_RDMA_WRITE || w->op == IBV_WR_RDMA_WRITE_WITH_IMM)
+		need = IBV_ACCESS_REMOTE_WRITE;
+	else if (w->op == IBV_WR_RDMA_READ)
+		need = IBV_ACCESS_REMOTE_READ;
+	else if (is_atomic(w->op))
+		need = IBV_ACCESS_REMOTE_ATOMIC;
+	if (is_atomic(w->op) && w->raddr % 8) {
+		fail_send(l, w, IBV_WC_REM_INV_REQ_ERR);
+		return 1;
+	}
+	if (need && len && !remote_ok(l, w->raddr, w->rkey, len, need)) {
+		if (!rc)
+			goto sent;	/* UC: the responder drops it */
+		fail_send(l, w, IBV_WC_REM_ACCESS_ERR);
+		return 1;
+	}
+	if (!consumes_recv(w->op)) {
+		apply(l, w, NULL, len);
+		goto sent;
+	}
+	if (!l->rq_len) {
+		if (rc)
+			return 0;	/* receiver not ready: wait */
+		goto sent;
+	}
+	recv = &l->rq[l->rq_head];
+	if (w->op != IBV_WR_RDMA_WRITE_WITH_IMM) {
+		room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey, 0, 1);
+		if (room < 0 || room < len) {
+			if (!rc)
+				goto sent;	/* UC: dropped, receive stays */
+			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR);
+			model_qp_error(l, 1);
+			fail_send(l, w, room < 0 ? IBV_WC_REM_OP_ERR :
+				  IBV_WC_REM_INV_REQ_ERR);
+			return 1;
+		}
+	}
+	apply(l, w, recv, len);
+	{
+		struct expect e = {
+			.wr_id = recv->wr_id, .status = IBV_WC_SUCCESS,
+			.opcode = w->op == IBV_WR_RDMA_WRITE_WITH_IMM ?
+				  IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
+			.byte_len = len, .imm = w->op != IBV_WR_SEND,
+			.imm_val = w->imm,
+		};
+
+		push(&l->eb, &e);
+	}
+	l->rq_head = (l->rq_head + 1) % DEPTH;
+	l->rq_len--;
+sent:
+	if (w->signaled)
+		expect_a(l, w, IBV_WC_SUCCESS, send_opcode(w->op));
+	return 1;
+}
+
+/* Runs a's queue until it is empty or waits for a receive. */
+void model_run(struct lane *l)
+{
+	while (l->sq_len && run_one(l, &l->sq[l->sq_head])) {
+		l->sq_head = (l->sq_head + 1) % DEPTH;
+		l->sq_len--;
+	}
+}
+
+void model_post_send(struct lane *l, const struct mwr *w)
+{
+	l->sq[(l->sq_head + l->sq_len++) % DEPTH] = *w;
+}
+
+void model_post_recv(struct lane *l, const struct mwr *w)
+{
+	l->rq[(l->rq_head + l->rq_len++) % DEPTH] = *w;
+	if (l->b_err)
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR);
+}
+
+/* Checks a polled completion of a (b = 0) or b against the model. */
+int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
+{
+	struct fifo *f = b ? &l->eb : &l->ea;
+	struct ibv_qp *qp = b ? l->b : l->a;
+	struct expect *e;
+	int ok;
+
+	if (!f->len) {
+		violation("lane %d %c: unexpected completion wr_id %llu status %s",
+			  l->id, b ? 'b' : 'a', (unsigned long long)wc->wr_id,
+			  ibv_wc_status_str(wc->status));
+		return -1;
+	}
+	e = &f->e[f->head];
+	ok = wc->wr_id == e->wr_id && wc->status == e->status &&
+	     wc->qp_num == qp->qp_num;
+	if (ok && e->status == IBV_WC_SUCCESS) {
+		ok = wc->opcode == e->opcode;
+		if (b)
+			ok = ok && wc->byte_len == e->byte_len &&
+			     !!(wc->wc_flags & IBV_WC_WITH_IMM) == e->imm &&
+			     (!e->imm || wc->imm_data == e->imm_val);
+	}
+	if (!ok) {
+		violation("lane %d %c: got wr_id %llu %s opcode %d len %u qp %u, model expects wr_id %llu %s opcode %d len %u qp %u",
+			  l->id, b ? 'b' : 'a', (unsigned long long)wc->wr_id,
+			  ibv_wc_status_str(wc->status), wc->opcode, wc->byte_len,
+			  wc->qp_num, (unsigned long long)e->wr_id,
+			  ibv_wc_status_str(e->status), e->opcode, e->byte_len,
+			  qp->qp_num);
+		return -1;
+	}
+	f->head = (f->head + 1) % (MAX_EXPECT + DEPTH);
+	f->len--;
+	return 0;
+}
+
+/* Completions still to come, and sends still waiting for receives. */
+int model_pending(struct lane *l)
+{
+	return l->ea.len + l->eb.len + l->sq_len;
+}
