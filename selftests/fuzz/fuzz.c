@@ -539,11 +539,14 @@ static int op_refused(struct lane *l, struct rng *r)
 	struct ibv_qp *qp;
 	int ret;
 
+	uint32_t asked = init.cap.max_inline_data;
+
 	note(l, "refused verbs");
 	qp = ibv_create_qp(l->pd, &init);
 	if (qp || errno != EINVAL) {
-		violation("create_qp with max_inline_data %u: %s",
-			  init.cap.max_inline_data, qp ? "granted" : strerror(errno));
+		violation("create_qp asking max_inline_data %u: %s %u", asked,
+			  qp ? "granted" : strerror(errno),
+			  qp ? init.cap.max_inline_data : 0);
 		if (qp)
 			ibv_destroy_qp(qp);
 		return -1;
