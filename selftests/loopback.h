@@ -22,15 +22,19 @@ struct loopback {
 	size_t len;
 };
 
-/* Moves @qp through INIT, RTR and RTS towards @dest_qpn on @lid. */
-static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
-				    uint32_t dest_qpn, uint8_t rnr_retry)
+/*
+ * Moves @qp through INIT, RTR and RTS towards @dest_qpn on @lid, granting
+ * its peer @access (qp_access_flags).
+ */
+static inline int rsoft_connect_access(struct ibv_qp *qp, uint16_t lid,
+				       uint32_t dest_qpn, uint8_t rnr_retry,
+				       int access)
 {
 	int uc = qp->qp_type == IBV_QPT_UC;
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+		.qp_access_flags = access,
 	};
 
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
@@ -60,6 +64,13 @@ static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | (uc ? 0 :
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+}
+
+static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
+				    uint32_t dest_qpn, uint8_t rnr_retry)
+{
+	return rsoft_connect_access(qp, lid, dest_qpn, rnr_retry,
+				    IBV_ACCESS_LOCAL_WRITE);
 }
 
 static inline int rsoft_connect(struct ibv_qp *qp, uint16_t lid, uint32_t dest_qpn)

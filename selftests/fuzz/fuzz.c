@@ -51,12 +51,13 @@ void violation(const char *fmt, ...)
 
 static void note(struct lane *l, const char *fmt, ...)
 {
-	char *t = trace[notes++ % TRACE];
 	va_list ap;
+	char *t;
 	int n;
 
 	if (!tracing)
 		return;
+	t = trace[notes++ % TRACE];
 	n = snprintf(t, sizeof(trace[0]), "op %ld lane %d: ", ops_done, l ? l->id : -1);
 	va_start(ap, fmt);
 	vsnprintf(t + n, sizeof(trace[0]) - n, fmt, ap);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fuzz.h"
+#include "../loopback.h"
 
 #define MEM_BYTES	(GUARD + NSLOT * SLOT + GUARD + 8)
 
@@ -52,49 +53,6 @@ static struct ibv_qp *new_qp(struct lane *l, struct ibv_cq *cq)
 	return ibv_create_qp(l->pd, &init);
 }
 
-static int modify(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
-{
-	int uc = qp->qp_type == IBV_QPT_UC;
-
-	if (uc)
-		mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER |
-			  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			  IBV_QP_MAX_QP_RD_ATOMIC);
-	return ibv_modify_qp(qp, attr, mask);
-}
-
-static int connect_one(struct ibv_qp *qp, uint16_t lid, uint32_t dest, int rights)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = rights,
-	};
-
-	if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-		   IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_4096;
-	attr.dest_qp_num = dest;
-	attr.max_dest_rd_atomic = 16;
-	attr.min_rnr_timer = 12;
-	attr.ah_attr.dlid = lid;
-	attr.ah_attr.port_num = 1;
-	if (modify(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-		   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-		   IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&attr, 0, sizeof(attr));
-	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;	/* wait for receives: the model relies on it */
-	attr.max_rd_atomic = 16;
-	return modify(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-		      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
 /* Moves both QPs (in RESET) to RTS towards each other. */
 int lane_connect(struct lane *l)
 {
@@ -104,8 +62,9 @@ int lane_connect(struct lane *l)
 		return -1;
 	l->a_err = 0;
 	l->b_err = 0;
-	return connect_one(l->a, port.lid, l->b->qp_num, 0) ||
-	       connect_one(l->b, port.lid, l->a->qp_num, l->qp_rights);
+	/* rnr_retry 7: a send waits for its receive, as the model says. */
+	return rsoft_connect_access(l->a, port.lid, l->b->qp_num, 7, 0) ||
+	       rsoft_connect_access(l->b, port.lid, l->a->qp_num, 7, l->qp_rights);
 }
 
 int lane_open(struct lane *l, struct ibv_context *ctx, struct ibv_pd *pd,

@@ -161,7 +161,7 @@ static void fail_send(struct lane *l, const struct mwr *w,
 static void apply(struct lane *l, const struct mwr *w, const struct mwr *recv,
 		  int64_t len)
 {
-	static char buf[SLOT * NSLOT];
+	char buf[SLOT];	/* a successful WR moves at most half a slot */
 	uint64_t old, val;
 
 	switch (w->op) {
