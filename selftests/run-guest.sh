@@ -129,8 +129,8 @@ done
 
 # --- stock ibv_srq_pingpong: 16 RC QPs receiving from one SRQ
 for events in "" -e; do
-	"$top/selftests/pingpong.sh" "ibv_srq_pingpong -s 4096 -n 500 -c $events" \
-		ibv_srq_pingpong -s 4096 -n 500 -c $events
+	"$top/selftests/pingpong.sh" "ibv_srq_pingpong -s 4096 -n 5000 -c $events" \
+		ibv_srq_pingpong -s 4096 -n 5000 -c $events
 done
 
 # --- perftest between two processes: RC, and the UC/UD variants it has
