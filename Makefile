@@ -22,7 +22,7 @@ kernel-release:
 
 clean:
 	@if [ -n "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
-	rm -f rsoft.ko rust/ib/*_generated.rs
+	rm -f rsoft.ko rsoft_kernel.stamp rust/ib/*_generated.rs
 	$(MAKE) -C selftests clean
 	rm -f selftests/kverbs/*.ko selftests/kverbs/*.o selftests/kverbs/*.mod*
 
