@@ -1,0 +1,135 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# make bench inside the guest (tools/bench.sh boots it with rsoft.ko
+# loaded): the machine's limits, the kernel-side poll_cq cost, then the same
+# perftest commands on rsoft0, on rxe0 and on siw0, one device at a time.
+# Each figure is one line "bench: PEER TEST VALUE UNIT" for the host;
+# everything else is context for a person reading the log.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+limits=$here/build/limits
+ip4=10.0.2.15	# QEMU user networking's guest address
+
+# The perftest runs: "TEST|ARGS|KIND". KIND picks the figure from the
+# client's result row: bw = BW average (MiB/s), rate = MsgRate (msg/s),
+# lat = t_typical (usec). Bandwidth runs last a fixed time (-D) so that the
+# slowest device takes as long as the fastest; latency runs a count.
+tests=(
+	"write_bw_64k|ib_write_bw -s 65536 -D 3|bw"
+	"write_bw_1m|ib_write_bw -s 1048576 -D 3|bw"
+	"read_bw_64k|ib_read_bw -s 65536 -D 3|bw"
+	"read_bw_1m|ib_read_bw -s 1048576 -D 3|bw"
+	"write_bw_64k_q4|ib_write_bw -s 65536 -q 4 -D 3|bw"
+	"send_bw_64|ib_send_bw -s 64 -D 3|rate"
+	"write_bw_64|ib_write_bw -s 64 -D 3|rate"
+	"send_lat_2|ib_send_lat -s 2 -n 1000|lat"
+	"write_lat_2|ib_write_lat -s 2 -n 1000|lat"
+	"read_lat_2|ib_read_lat -s 2 -n 1000|lat"
+)
+
+result() { echo "bench: $*"; }
+
+# The client does not retry: wait until the server listens on its TCP port
+# (perftest's own exchange, or siw's listening socket under rdma_cm).
+listening() {
+	grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp
+}
+
+# run_pair PEER TEST KIND SERVER_ADDR TOOL ARGS...: one perftest run between
+# two processes; prints its figure.
+run_pair() {
+	local peer=$1 test=$2 kind=$3 addr=$4 port dir rc=0 server value
+	shift 4
+	port=$((20000 + RANDOM % 20000))
+	dir=$(mktemp -d)
+	timeout 300 "$@" -F -p "$port" >"$dir/server" 2>&1 &
+	server=$!
+	for _ in $(seq 600); do
+		listening "$port" && break
+		kill -0 $server 2>/dev/null || break
+		sleep 0.1
+	done
+	timeout 300 "$@" -F -p "$port" "$addr" >"$dir/client" 2>&1 || rc=$?
+	wait $server || rc=$((rc ? rc : $?))
+	# The row after perftest's "#bytes" header; the figure's column by kind.
+	value=$(awk -v kind="$kind" '
+		/^ *#bytes/ { row = 1; next }
+		row && NF >= 5 {
+			if (kind == "bw") v = $4
+			else if (kind == "rate") v = $5 * 1000000
+			else v = $5
+			printf "%.6g\n", v; exit
+		}' "$dir/client")
+	if ((rc == 0)) && [[ -n $value ]]; then
+		case $kind in
+		bw) result "$peer" "$test" "$value" MB/s ;;
+		rate) result "$peer" "$test" "$value" msg/s ;;
+		lat) result "$peer" "$test" "$value" usec ;;
+		esac
+	else
+		echo "# $peer $test failed (status $rc): $*"
+		sed 's/^/# client: /' "$dir/client" | tail -20
+		sed 's/^/# server: /' "$dir/server" | tail -20
+	fi
+	rm -rf "$dir"
+}
+
+# run_device PEER DEVICE ADDR EXTRA...: every test on one device.
+run_device() {
+	local peer=$1 dev=$2 addr=$3 t test args kind start=$SECONDS
+	shift 3
+	for t in "${tests[@]}"; do
+		IFS='|' read -r test args kind <<<"$t"
+		# BENCH_ONLY (a regex of test names) trims a trial run.
+		[[ $test =~ ${BENCH_ONLY:-.} ]] || continue
+		# shellcheck disable=SC2086 # args are words
+		run_pair "$peer" "$test" "$kind" "$addr" $args -d "$dev" "$@"
+	done
+	echo "# $peer: $((SECONDS - start)) s"
+}
+
+echo "# guest: $(uname -r), $(nproc) CPUs, $(ib_write_bw --version 2>&1 | head -1)"
+
+# --- the machine: one CPU's copy rate at the message sizes (glibc's memcpy
+# and a plain loop), null system calls
+for size in 65536 1048576; do
+	result machine "memcpy_$size" "$(taskset -c 0 "$limits" memcpy $size)" MB/s
+	result machine "copyloop_$size" "$(taskset -c 0 "$limits" loop $size)" MB/s
+done
+result machine null_syscall "$(taskset -c 0 "$limits" syscall)" calls/s
+
+# --- rsoft's completion path in the kernel, without the system call
+if insmod "$here/kmod/rsoft_pollcq.ko"; then
+	rmmod rsoft_pollcq
+else
+	echo "# rsoft_pollcq failed"
+fi
+dmesg | sed -n 's/.*rsoft_pollcq: bench \([^ ]*\) \([^ ]*\) \(.*\)/\1 \2 \3/p' |
+	while read -r name value unit; do
+		result kernel "$name" "$value" "$unit"
+	done
+dmesg | grep 'rsoft_pollcq: .*ok 1' | sed 's/^/# /'
+
+# --- rsoft: its own fabric; perftest exchanges QP numbers over TCP
+run_device rsoft rsoft0 localhost
+
+# --- rxe over the guest's NIC; without IPv6 its IPv4 GID is index 1
+ip addr add "$ip4/24" dev eth0
+ip link set eth0 up
+if modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0; then
+	ibv_devinfo -v -d rxe0 | grep -E 'GID\[ *[01]\]' | sed 's/^/# rxe0 /'
+	run_device rxe rxe0 localhost -x 1
+	rdma link delete rxe0
+else
+	echo "# rxe0 could not be added"
+fi
+
+# --- siw: iWARP connects through rdma_cm only (-R), to the NIC's address.
+# rxe0 is gone by now, so the address resolves to siw0 alone.
+if modprobe siw && rdma link add siw0 type siw netdev eth0; then
+	run_device siw siw0 "$ip4" -R
+	rdma link delete siw0
+else
+	echo "# siw0 could not be added"
+fi
+echo "# bench done"
