@@ -3,9 +3,10 @@
 # make bench inside the guest (tools/bench.sh boots it with rsoft.ko
 # loaded): the machine's limits, the kernel-side poll_cq cost, then the same
 # perftest commands on rsoft0, on rxe0 and on siw0, one device at a time.
-# Each figure is one line "bench: PEER TEST VALUE UNIT" for the host (a
-# perftest figure is the median of BENCH_RUNS runs, default 3); everything
-# else is context for a person reading the log.
+# All of it runs BENCH_ROUNDS times (default 3), one round after the other,
+# so that a busy spell of the shared host falls on every device alike; each
+# figure is the median of its rounds, one line "bench: PEER TEST VALUE UNIT"
+# for the host. Everything else is context for a person reading the log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 limits=$here/build/limits
@@ -30,8 +31,16 @@ tests=(
 )
 
 declare -A units=([bw]=MB/s [rate]=msg/s [lat]=usec)
+declare -A runs	# "PEER TEST UNIT" -> the figures of the rounds
+order=()	# its keys, first seen first
 
-result() { echo "bench: $*"; }
+# result PEER TEST VALUE UNIT: one round's figure.
+result() {
+	local key="$1 $2 $4"
+	[[ -v runs[$key] ]] || order+=("$key")
+	runs[$key]+="$3 "
+	echo "# round $round: $*"
+}
 
 # The client does not retry: wait until the server listens on its TCP port
 # (perftest's own exchange, or siw's listening socket under rdma_cm).
@@ -67,7 +76,8 @@ run_pair() {
 		}' "$dir/client")
 	# The client's own result row, for whoever checks a figure.
 	grep -A1 '^ *#bytes' "$dir/client" | tail -1 | sed "s/^/# $peer $test: /"
-	if ((rc == 0)) && [[ -n $value ]] && [[ $value != 0 ]]; then
+	# perftest can print 0, inf or nan on a run gone wrong: a failure.
+	if ((rc == 0)) && [[ $value =~ ^[0-9.e+-]+$ && $value != 0 ]]; then
 		figure=$value
 	else
 		echo "# $peer $test failed (status $rc): $*"
@@ -89,73 +99,80 @@ run_device() {
 		IFS='|' read -r test args kind <<<"$t"
 		# BENCH_ONLY (a regex of test names) trims a trial run.
 		[[ $test =~ ${BENCH_ONLY:-.} ]] || continue
-		# The median of BENCH_RUNS runs: the host is shared, and one run
-		# now and then lands on a busy moment. A failed run is retried
-		# once (both are shown).
-		figures=()
-		for _ in $(seq "${BENCH_RUNS:-3}"); do
-			for _ in 1 2; do
-				# shellcheck disable=SC2086 # args are words
-				run_pair "$peer" "$test" "$kind" "$addr" $args -d "$dev" "$@" && break
-			done
-			[[ -n $figure ]] && figures+=("$figure")
+		# A failed run is retried once (both are shown).
+		for _ in 1 2; do
+			# shellcheck disable=SC2086 # args are words
+			run_pair "$peer" "$test" "$kind" "$addr" $args -d "$dev" "$@" && break
 		done
-		((${#figures[@]})) || continue
-		echo "# $peer $test runs: ${figures[*]}"
-		result "$peer" "$test" \
-			"$(printf '%s\n' "${figures[@]}" | sort -g | sed -n "$(((${#figures[@]} + 1) / 2))p")" \
-			"${units[$kind]}"
+		[[ -z $figure ]] || result "$peer" "$test" "$figure" "${units[$kind]}"
 	done
 	echo "# $peer: $((SECONDS - start)) s"
 }
 
 echo "# guest: $(uname -r), $(nproc) CPUs, $(ib_write_bw --version 2>&1 | head -1)"
 
-# --- the machine: one CPU's copy rate at the message sizes (glibc's memcpy
-# and a plain loop), null system calls
-for size in 65536 1048576; do
-	result machine "memcpy_$size" "$(taskset -c 0 "$limits" memcpy $size)" MB/s
-	result machine "copyloop_$size" "$(taskset -c 0 "$limits" loop $size)" MB/s
-done
-result machine null_syscall "$(taskset -c 0 "$limits" syscall)" calls/s
-# What the two CPUs copy at once: the ceiling of -q 4 over one QP.
-taskset -c 0 "$limits" loop 65536 >/tmp/copy0 &
-taskset -c 1 "$limits" loop 65536 >/tmp/copy1
-wait
-result machine copyloop2_65536 "$(($(cut -d. -f1 /tmp/copy0) + $(cut -d. -f1 /tmp/copy1)))" MB/s
-
-# --- rsoft's completion path in the kernel, without the system call
-if insmod "$here/kmod/rsoft_pollcq.ko"; then
-	rmmod rsoft_pollcq
-else
-	echo "# rsoft_pollcq failed"
-fi
-dmesg | sed -n 's/.*rsoft_pollcq: bench \([^ ]*\) \([^ ]*\) \(.*\)/\1 \2 \3/p' |
-	while read -r name value unit; do
-		result kernel "$name" "$value" "$unit"
-	done
-dmesg | grep 'rsoft_pollcq: .*ok 1' | sed 's/^/# /'
-
-# --- rsoft: its own fabric; perftest exchanges QP numbers over TCP
-run_device rsoft rsoft0 localhost
-
-# --- rxe over the guest's NIC; without IPv6 its IPv4 GID is index 1
 ip addr add "$ip4/24" dev eth0
 ip link set eth0 up
-if modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0; then
-	ibv_devinfo -v -d rxe0 | grep -E 'GID\[ *[01]\]' | sed 's/^/# rxe0 /'
-	run_device rxe rxe0 localhost -x 1
-	rdma link delete rxe0
-else
-	echo "# rxe0 could not be added"
-fi
+for round in $(seq "${BENCH_ROUNDS:-3}"); do
+	# --- the machine: one CPU's copy rate at the message sizes (glibc's
+	# memcpy and a plain loop), null system calls
+	for size in 65536 1048576; do
+		result machine "memcpy_$size" "$(taskset -c 0 "$limits" memcpy $size)" MB/s
+		result machine "copyloop_$size" "$(taskset -c 0 "$limits" loop $size)" MB/s
+	done
+	result machine null_syscall "$(taskset -c 0 "$limits" syscall)" calls/s
+	# What the two CPUs copy at once: the ceiling of -q 4 over one QP.
+	taskset -c 0 "$limits" loop 65536 >/tmp/copy0 &
+	taskset -c 1 "$limits" loop 65536 >/tmp/copy1
+	wait
+	result machine copyloop2_65536 "$(($(cut -d. -f1 /tmp/copy0) + $(cut -d. -f1 /tmp/copy1)))" MB/s
 
-# --- siw: iWARP connects through rdma_cm only (-R), to the NIC's address.
-# rxe0 is gone by now, so the address resolves to siw0 alone.
-if modprobe siw && rdma link add siw0 type siw netdev eth0; then
-	run_device siw siw0 "$ip4" -R
-	rdma link delete siw0
-else
-	echo "# siw0 could not be added"
-fi
+	# --- rsoft's completion path in the kernel, without the system call;
+	# its figures are the kernel log's lines since the load.
+	seen=$(dmesg | wc -l)
+	if insmod "$here/kmod/rsoft_pollcq.ko"; then
+		rmmod rsoft_pollcq
+	else
+		echo "# rsoft_pollcq failed"
+	fi
+	# (Files, not a pipe or <(...): result() must run in this shell, and
+	# the guest has no /dev/fd.)
+	dmesg | tail -n +$((seen + 1)) > /tmp/pollcq.log
+	sed -n 's/.*rsoft_pollcq: bench \([^ ]*\) \([^ ]*\) \(.*\)/\1 \2 \3/p' \
+		/tmp/pollcq.log > /tmp/pollcq.figures
+	while read -r name value unit; do
+		result kernel "$name" "$value" "$unit"
+	done < /tmp/pollcq.figures
+	grep 'rsoft_pollcq: .*ok 1' /tmp/pollcq.log | sed 's/^/# /'
+
+	# --- rsoft: its own fabric; perftest exchanges QP numbers over TCP
+	run_device rsoft rsoft0 localhost
+
+	# --- rxe over the guest's NIC; without IPv6 its IPv4 GID is index 1
+	if modprobe rdma_rxe && rdma link add rxe0 type rxe netdev eth0; then
+		ibv_devinfo -v -d rxe0 | grep -E 'GID\[ *[01]\]' | sed 's/^/# rxe0 /'
+		run_device rxe rxe0 localhost -x 1
+		rdma link delete rxe0
+	else
+		echo "# rxe0 could not be added"
+	fi
+
+	# --- siw: iWARP connects through rdma_cm only (-R), to the NIC's
+	# address. rxe0 is gone by now: the address resolves to siw0 alone.
+	if modprobe siw && rdma link add siw0 type siw netdev eth0; then
+		run_device siw siw0 "$ip4" -R
+		rdma link delete siw0
+	else
+		echo "# siw0 could not be added"
+	fi
+done
+
+# The median of each figure's rounds.
+for key in "${order[@]}"; do
+	read -r peer test unit <<<"$key"
+	read -ra figs <<<"${runs[$key]}"
+	echo "# $peer $test rounds: ${figs[*]}"
+	echo "bench: $peer $test $(printf '%s\n' "${figs[@]}" | sort -g |
+		sed -n "$(((${#figs[@]} + 1) / 2))p") $unit"
+done
 echo "# bench done"
