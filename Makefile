@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # rsoft: `make` builds rsoft.ko, `make run` shows it in a QEMU guest,
-# `make check` runs the tests. The module itself is built by Kbuild; with your
+# `make check` runs the tests, `make bench` measures rsoft against rxe, siw
+# and the machine in a guest of the benchmark kernel (Documentation/bench/).
+# The module itself is built by Kbuild; with your
 # own kernel: make -C /path/to/kernel/build M=$PWD
 #
 #   make run CMD='program args'   run a host program in the guest
@@ -22,13 +24,18 @@ check:
 fuzz:
 	@tools/fuzz.sh
 
+bench:
+	@tools/bench.sh
+
 kernel-release:
 	@tools/kernel.sh release
 
 clean:
 	@if [ -n "$(KDIR)" ]; then $(MAKE) -C $(KDIR) M=$(CURDIR) clean; fi
-	rm -f rsoft.ko rust/ib/*_generated.rs
+	rm -f rsoft.ko rsoft_kernel.stamp rust/ib/*_generated.rs
 	$(MAKE) -C selftests clean
 	rm -f selftests/kverbs/*.ko selftests/kverbs/*.o selftests/kverbs/*.mod*
+	rm -rf tools/bench/build
+	rm -f tools/bench/kmod/*.ko tools/bench/kmod/*.o tools/bench/kmod/*.mod*
 
-.PHONY: all run check fuzz kernel-release clean
+.PHONY: all run check fuzz bench kernel-release clean

@@ -67,8 +67,26 @@ done < "$kdir/rsoft.config"
 
 say "building $flavour kernel (about 15-25 min on 2 cores; log: $kdir/build.log)"
 start=$SECONDS
-if ! make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" -j"$(nproc)" bzImage modules \
-	> "$kdir/build.log" 2>&1; then
+make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" -j"$(nproc)" bzImage modules \
+	> "$kdir/build.log" 2>&1 &
+build=$!
+trap 'kill "$build" 2>/dev/null' EXIT
+# A quarter of an hour of silence looks like a hang: every 30 s, say how many
+# objects the build log shows compiled so far (about 1,500 for a whole build)
+# and the latest one.
+while kill -0 "$build" 2>/dev/null; do
+	for _ in {1..30}; do
+		kill -0 "$build" 2>/dev/null || break 2
+		sleep 1
+	done
+	n=$(grep -cE '^  (CC|AS|RUSTC) ' "$kdir/build.log" || true)
+	last=$(grep -E '^  (CC|AS|RUSTC) ' "$kdir/build.log" | tail -1 | awk '{print $NF}' || true)
+	say "$flavour kernel: $n objects compiled in $((SECONDS - start)) s${last:+ (latest: $last)}"
+done
+rc=0
+wait "$build" || rc=$?
+trap - EXIT
+if ((rc != 0)); then
 	tail -40 "$kdir/build.log" >&2
 	die "kernel build failed"
 fi
