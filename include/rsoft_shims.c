@@ -74,6 +74,11 @@ void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len)
 	kunmap_local(d);
 }
 
+void rsoft_cond_resched(void)
+{
+	cond_resched();
+}
+
 /* The caller serialises rsoft's atomics; user stores may race, as on HW. */
 struct page *rsoft_virt_to_page(unsigned long addr)
 {

@@ -5,8 +5,9 @@
 
 use crate::{
     ib::{CounterDesc, SendOp},
-    qp::Wqe,
+    wq::Wqe,
 };
+use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 
 /// One counter; its value is the index into [`NAMES`].
@@ -44,19 +45,20 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("bytes")),
 ];
 
-/// The port's counters; updated under the device's net lock.
+/// The port's counters; updated from any CPU without a lock.
 #[derive(Default)]
-pub(crate) struct Counters([u64; COUNT]);
+pub(crate) struct Counters([AtomicU64; COUNT]);
 
 impl Counters {
-    pub(crate) fn add(&mut self, counter: Counter, n: u64) {
-        let c = &mut self.0[counter as usize];
-        *c = c.wrapping_add(n);
+    pub(crate) fn add(&self, counter: Counter, n: u64) {
+        if n != 0 {
+            self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Counts an executed send WQE that moved `len` bytes, and the
     /// receive it consumed.
-    pub(crate) fn executed(&mut self, wqe: &Wqe, len: u32) {
+    pub(crate) fn executed(&self, wqe: &Wqe, len: u32) {
         let op = match wqe.op {
             SendOp::Send => Counter::Sends,
             SendOp::RdmaWrite(_) => Counter::RdmaWrites,
@@ -70,8 +72,8 @@ impl Counters {
 
     /// Copies the values, in [`NAMES`] order, into `out`.
     pub(crate) fn read(&self, out: &mut [u64]) {
-        for (o, v) in out.iter_mut().zip(self.0) {
-            *o = v;
+        for (o, v) in out.iter_mut().zip(&self.0) {
+            *o = v.load(Ordering::Relaxed);
         }
     }
 }

@@ -1,23 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The rsoft device: one InfiniBand port that is always up, and the verbs
-//! on its objects. Data movement lives in [`crate::net`].
+//! on its objects. Running QPs lives in [`crate::engine`].
 
 use crate::{
+    copy::SgeCopy,
     counters,
     cq::RsoftCq,
-    ib::{
-        self, Access, CqArm, CqAttr, IrqSpinLock, PdId, QpModify, QpQuery, QpState, QpType, SendOp,
-    },
+    engine::{self, Ctx},
+    ib::{self, Access, CqArm, CqAttr, PdId, QpModify, QpQuery, QpState, QpType, SendOp},
     limits,
-    mr::{MrEntry, SgeCopy},
-    net::{Events, Net, QPN_BASE},
-    new_irq_spinlock,
-    qp::{QpEntry, WorkQueue, Wqe},
-    srq::SrqEntry,
+    mr::{MrEntry, MrKey},
+    net::Net,
+    qp::{QpShared, QpUse, Qpn},
+    srq::SrqShared,
+    wq::{WorkQueue, Wqe},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
-use kernel::{c_str, prelude::*};
+use kernel::{c_str, prelude::*, sync::Arc};
 
 /// rsoft's verbs, as seen by the `ib` layer.
 pub(crate) struct Rsoft;
@@ -30,8 +30,9 @@ pub(crate) struct RsoftDevice {
     pds: AtomicU32,
     cqs: AtomicU32,
     ahs: AtomicU32,
+    srqs: AtomicU32,
     #[pin]
-    net: IrqSpinLock<Net>,
+    net: Net,
 }
 
 /// Locally administered EUI-64s (the U/L bit of the first byte is set); the
@@ -59,7 +60,8 @@ pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Re
         pds: AtomicU32::new(0),
         cqs: AtomicU32::new(0),
         ahs: AtomicU32::new(0),
-        net <- new_irq_spinlock!(net, "rsoft_net"),
+        srqs: AtomicU32::new(0),
+        net <- net,
     }? Error);
     ib::Registration::new(module, &config, data)
 }
@@ -74,43 +76,35 @@ fn take(count: &AtomicU32, max: u32) -> Result {
         .map_err(|_| ENOMEM)
 }
 
+/// The context of a verb on `qp`: a user QP's verbs come from system calls.
+fn ctx_of(qp: &QpShared) -> Ctx {
+    Ctx { may_sleep: qp.user }
+}
+
 impl RsoftDevice {
-    /// Moves QP `qpn` forward until it has nothing more to do, delivering
-    /// the CQ events of each step outside the lock.
-    fn run(&self, qpn: u32) {
-        loop {
-            let mut events = Events::new();
-            let more = self.net.lock().step(qpn, &mut events);
-            events.deliver();
-            if !more {
-                break;
+    /// Runs every QP that sends to a QP taking its receives from `srq`: one
+    /// of them found the SRQ empty and waits for a post.
+    fn resume_senders_of(&self, srq: &Arc<SrqShared>, ctx: Ctx) {
+        let mut from = Qpn::from_slot(0);
+        while let Some(qp) = self.net.next_sender_to(srq, from) {
+            engine::kick(&self.net, &qp, ctx);
+            from = Qpn::from_slot(qp.qpn.slot() + 1);
+        }
+    }
+
+    /// Runs `qp`, then its connected peer: a new state or receive of one
+    /// may unblock the other (a sender waiting on RNR) or leave it without
+    /// an answer.
+    fn progress(&self, qp: &QpUse, ctx: Ctx) {
+        engine::kick(&self.net, qp, ctx);
+        if qp.qp_type == QpType::Ud {
+            return;
+        }
+        let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
+        if peer != qp.qpn {
+            if let Some(peer) = self.net.qp(peer) {
+                engine::kick(&self.net, &peer, ctx);
             }
-        }
-    }
-
-    /// Runs every QP whose peer takes its receives from SRQ `slot`: one of
-    /// them found the SRQ empty and waits for a post.
-    fn resume_senders_of(&self, slot: u32) {
-        let mut from = 0;
-        loop {
-            // The guard must drop before `run` takes the lock again.
-            let next = self.net.lock().next_sender_to_srq(slot, from);
-            let Some(qpn) = next else {
-                break;
-            };
-            self.run(qpn);
-            from = Net::qp_slot(qpn) + 1;
-        }
-    }
-
-    /// Runs QP `qpn`, then its RC peer: a step of one may have unblocked
-    /// the other (a receive for a sender waiting on RNR) or put it in the
-    /// error state (to be flushed).
-    fn progress(&self, qpn: u32) {
-        self.run(qpn);
-        let peer = self.net.lock().qp(qpn).map(|qp| qp.attr.dest_qpn);
-        if let Some(peer) = peer.filter(|&peer| peer != qpn) {
-            self.run(peer);
         }
     }
 }
@@ -118,14 +112,14 @@ impl RsoftDevice {
 /// A protection domain; only counted.
 pub(crate) struct Pd;
 
-/// A QP as the core holds it; its state lives in the device's QP table.
+/// A QP as the core holds it.
 pub(crate) struct Qp {
-    qpn: u32,
+    shared: Arc<QpShared>,
 }
 
-/// An MR as the core holds it; its state lives in the device's MR table.
+/// An MR as the core holds it; the region lives in the device's MR table.
 pub(crate) struct Mr {
-    key: u32,
+    key: MrKey,
 }
 
 /// Work queue depth and SGE count as created: at least 1, at most `max`.
@@ -154,10 +148,9 @@ fn push_receives(rq: &mut WorkQueue, wrs: &mut ib::RecvWrs<'_>) -> Result {
     Ok(())
 }
 
-/// A shared receive queue as the core holds it; its state lives in the
-/// device's SRQ table.
+/// A shared receive queue as the core holds it.
 pub(crate) struct Srq {
-    pub(crate) slot: u32,
+    pub(crate) shared: Arc<SrqShared>,
 }
 
 #[vtable]
@@ -173,7 +166,7 @@ impl ib::Verbs for Rsoft {
     const PORT_COUNTERS: &'static [ib::CounterDesc] = &counters::NAMES;
 
     fn port_counters(dev: &RsoftDevice, _port: u32, values: &mut [u64]) {
-        dev.net.lock().counters.read(values);
+        dev.net.counters.read(values);
     }
 
     fn device_attr(dev: &RsoftDevice) -> ib::DeviceAttr {
@@ -198,7 +191,7 @@ impl ib::Verbs for Rsoft {
             max_srq_sge: limits::MAX_SGE,
             max_ah: limits::MAX_AH,
             max_pkeys: 1,
-            // Every atomic executes under the device's net lock.
+            // Every atomic executes under the device's atomics lock.
             atomic_hca: true,
             ..Default::default()
         }
@@ -304,74 +297,79 @@ impl ib::Verbs for Rsoft {
             cap.max_recv_wr = 0;
             cap.max_recv_sge = 0;
         }
-        let entry = KBox::new(QpEntry::new(attr)?, GFP_KERNEL)?;
-        let inserted = dev.net.lock().qps.insert(entry);
-        // A refused entry is dropped here, outside the lock.
-        let qpn = QPN_BASE + inserted.map_err(|_| ENOMEM)?;
-        Ok((qpn, Qp { qpn }))
+        let slot = dev.net.reserve_qp()?;
+        let qpn = slot.qpn();
+        let shared = QpShared::new(attr, qpn)?;
+        slot.fill(shared.clone());
+        Ok((qpn.raw(), Qp { shared }))
     }
 
     fn forget_qp(dev: &RsoftDevice, qpn: u32) {
-        let entry = dev.net.lock().qps.remove(Net::qp_slot(qpn));
-        drop(entry);
+        if let Some(qp) = dev.net.remove_qp(Qpn::from_raw(qpn)) {
+            qp.close();
+        }
     }
 
     fn modify_qp(dev: &RsoftDevice, qp: &Qp, m: &QpModify) -> Result {
+        let qp = qp.shared.enter().ok_or(EINVAL)?;
         {
-            let mut net = dev.net.lock();
-            let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
+            let mut inner = qp.inner.lock();
             let too_many = |n: Option<u8>| n.is_some_and(|n| u32::from(n) > limits::MAX_RD_ATOM);
-            if !m.valid_from(entry.state)
+            if !m.valid_from(inner.state)
                 || too_many(m.max_rd_atomic)
                 || too_many(m.max_dest_rd_atomic)
             {
                 return Err(EINVAL);
             }
-            entry.apply(m);
+            inner.apply(m);
+            if m.state == Some(QpState::Error) {
+                qp.enter_error(&mut inner);
+            }
         }
         // A new state may unblock this QP (flush in ERR, sends in RTS) or
         // its peer (waiting on RNR for a QP that will now never answer).
-        dev.progress(qp.qpn);
+        dev.progress(&qp, ctx_of(&qp));
         Ok(())
     }
 
-    fn query_qp(dev: &RsoftDevice, qp: &Qp) -> Result<QpQuery> {
-        Ok(dev.net.lock().qp(qp.qpn).ok_or(EINVAL)?.query())
+    fn query_qp(_dev: &RsoftDevice, qp: &Qp) -> Result<QpQuery> {
+        Ok(qp.shared.enter().ok_or(EINVAL)?.query())
     }
 
     fn destroy_qp(dev: &RsoftDevice, qp: Pin<&Qp>) {
-        let entry = {
-            let mut net = dev.net.lock();
-            let entry = net.qps.remove(Net::qp_slot(qp.qpn));
-            // uverbs reads wc->qp of every CQE it polls: none may outlive
-            // the QP.
-            if let Some(e) = &entry {
-                e.send_cq.data().purge(e.id);
-                if !e.recv_cq.same(&e.send_cq) {
-                    e.recv_cq.data().purge(e.id);
-                }
+        let qp = &qp.shared;
+        dev.net.remove_qp(qp.qpn);
+        // Whoever still runs or completes on the QP finishes first.
+        qp.close();
+        // uverbs reads wc->qp of every CQE it polls: none may outlive the
+        // QP.
+        if let Some([send_cq, recv_cq]) = qp.closed_cqs() {
+            send_cq.data().purge(qp.id());
+            if !qp.one_cq() {
+                recv_cq.data().purge(qp.id());
             }
-            entry
-        };
-        // A peer waiting on RNR for this QP now gets no answer.
-        if let Some(e) = entry.as_ref().filter(|e| e.attr.dest_qpn != qp.qpn) {
-            dev.run(e.attr.dest_qpn);
         }
-        drop(entry);
+        // A peer waiting on RNR for this QP now gets no answer.
+        let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
+        if qp.qp_type != QpType::Ud && peer != qp.qpn {
+            if let Some(peer) = dev.net.qp(peer) {
+                engine::kick(&dev.net, &peer, ctx_of(qp));
+            }
+        }
     }
 
     fn post_send(dev: &RsoftDevice, qp: &Qp, wrs: &mut ib::SendWrs<'_>) -> Result {
+        let qp = qp.shared.enter().ok_or(EINVAL)?;
         let posted = (|| {
-            let mut net = dev.net.lock();
-            let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
-            if !matches!(entry.state, QpState::Rts | QpState::Sqd | QpState::Error) {
+            let mut inner = qp.inner.lock();
+            if !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Error) {
                 return Err(EINVAL);
             }
             for wr in wrs {
                 let wr = wr?;
                 // UC has no responder resources: no reads, no atomics; UD
                 // only sends, each to an address.
-                let allowed = match entry.qp_type {
+                let allowed = match qp.qp_type {
                     QpType::Rc => true,
                     QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
                     QpType::Ud => matches!(wr.op, SendOp::Send) && wr.datagram.is_some(),
@@ -388,26 +386,26 @@ impl ib::Verbs for Rsoft {
                     num_sge: wr.sges.len(),
                     datagram: wr.datagram,
                 };
-                entry.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+                inner.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
             }
             Ok(())
         })();
         // What was posted before a bad WR still goes out.
-        dev.progress(qp.qpn);
+        engine::kick(&dev.net, &qp, ctx_of(&qp));
         posted
     }
 
     fn post_recv(dev: &RsoftDevice, qp: &Qp, wrs: &mut ib::RecvWrs<'_>) -> Result {
+        let qp = qp.shared.enter().ok_or(EINVAL)?;
         let posted = (|| {
-            let mut net = dev.net.lock();
-            let entry = net.qp_mut(qp.qpn).ok_or(EINVAL)?;
-            if entry.state == QpState::Reset || entry.srq.is_some() {
+            let mut inner = qp.inner.lock();
+            if inner.state == QpState::Reset || qp.srq.is_some() {
                 return Err(EINVAL);
             }
-            push_receives(&mut entry.rq, wrs)
+            push_receives(&mut inner.rq, wrs)
         })();
         // Flush if in error; resume a peer waiting for this receive.
-        dev.progress(qp.qpn);
+        dev.progress(&qp, ctx_of(&qp));
         posted
     }
 
@@ -416,48 +414,46 @@ impl ib::Verbs for Rsoft {
         pd: PdId,
         attr: &mut ib::SrqAttr,
         notifier: ib::SrqNotifier,
-    ) -> Result<(u32, impl PinInit<Srq, Error>)> {
+    ) -> Result<impl PinInit<Srq, Error>> {
         attr.max_wr = queue_size(attr.max_wr, limits::MAX_SRQ_WR)?;
         attr.max_sge = queue_size(attr.max_sge, limits::MAX_SGE)?;
-        let entry = KBox::new(SrqEntry::new(pd, attr, notifier)?, GFP_KERNEL)?;
-        let inserted = dev.net.lock().srqs.insert(entry);
-        // A refused entry is dropped here, outside the lock.
-        let slot = inserted.map_err(|_| ENOMEM)?;
-        Ok((slot, Srq { slot }))
+        take(&dev.srqs, limits::MAX_SRQ)?;
+        match SrqShared::new(pd, attr, notifier) {
+            Ok(shared) => Ok(Srq { shared }),
+            Err(e) => {
+                dev.srqs.fetch_sub(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
     }
 
-    fn forget_srq(dev: &RsoftDevice, slot: u32) {
-        let entry = dev.net.lock().srqs.remove(slot);
-        drop(entry);
+    fn destroy_srq(dev: &RsoftDevice, _srq: Pin<&Srq>) {
+        dev.srqs.fetch_sub(1, Ordering::Relaxed);
     }
 
-    fn modify_srq(dev: &RsoftDevice, srq: &Srq, m: &ib::SrqModify) -> Result {
+    fn modify_srq(_dev: &RsoftDevice, srq: &Srq, m: &ib::SrqModify) -> Result {
         // Resizing is not offered (no IB_DEVICE_SRQ_RESIZE).
         if m.max_wr.is_some() {
             return Err(EINVAL);
         }
-        let mut net = dev.net.lock();
-        let entry = net.srqs.get_mut(srq.slot).ok_or(EINVAL)?;
-        m.limit.map_or(Ok(()), |limit| entry.arm(limit))
+        m.limit.map_or(Ok(()), |limit| srq.shared.arm(limit))
     }
 
-    fn query_srq(dev: &RsoftDevice, srq: &Srq) -> Result<ib::SrqAttr> {
-        Ok(dev.net.lock().srqs.get(srq.slot).ok_or(EINVAL)?.attr())
-    }
-
-    fn destroy_srq(dev: &RsoftDevice, srq: Pin<&Srq>) {
-        Self::forget_srq(dev, srq.slot);
+    fn query_srq(_dev: &RsoftDevice, srq: &Srq) -> Result<ib::SrqAttr> {
+        Ok(srq.shared.attr())
     }
 
     fn post_srq_recv(dev: &RsoftDevice, srq: &Srq, wrs: &mut ib::RecvWrs<'_>) -> Result {
+        let srq = &srq.shared;
         let (posted, waited_on) = {
-            let mut net = dev.net.lock();
-            let entry = net.srqs.get_mut(srq.slot).ok_or(EINVAL)?;
-            let posted = push_receives(&mut entry.rq, wrs);
-            (posted, core::mem::take(&mut entry.waited_on))
+            let mut inner = srq.inner.lock();
+            let posted = push_receives(&mut inner.rq, wrs);
+            (posted, core::mem::take(&mut inner.waited_on))
         };
         if waited_on {
-            dev.resume_senders_of(srq.slot);
+            // An SRQ's posts come from wherever its QPs' posts come from:
+            // assume the strictest.
+            dev.resume_senders_of(srq, Ctx { may_sleep: false });
         }
         posted
     }
@@ -481,55 +477,48 @@ impl ib::Verbs for Rsoft {
         iova: u64,
         access: Access,
     ) -> Result<(u32, impl PinInit<Mr, Error>)> {
-        let entry = KBox::new(
+        let mr = Arc::new(
             MrEntry {
-                key: 0,
                 pd,
+                iova,
+                access,
+                mem: Arc::new(mem, GFP_KERNEL)?,
+            },
+            GFP_KERNEL,
+        )?;
+        let inserted = dev.net.mrs.insert(mr);
+        // A refused MR is dropped here, outside the lock (it unpins).
+        let key = inserted.map_err(|_| ENOMEM)?;
+        Ok((key.raw(), Mr { key }))
+    }
+
+    fn rereg_mr(dev: &RsoftDevice, mr: &Mr, change: &ib::MrRereg) -> Result {
+        // The core serialises calls on one MR: what is read here stays.
+        let old = dev.net.mrs.get(mr.key).ok_or(EINVAL)?;
+        let access = change.access.unwrap_or(old.access);
+        let (iova, mem) = match (change.pin(access)?, change.new_iova()) {
+            (Some(mem), Some(iova)) => (iova, Arc::new(mem, GFP_KERNEL)?),
+            _ => (old.iova, old.mem.clone()),
+        };
+        let new = Arc::new(
+            MrEntry {
+                pd: change.pd.unwrap_or(old.pd),
                 iova,
                 access,
                 mem,
             },
             GFP_KERNEL,
         )?;
-        let inserted = dev.net.lock().insert_mr(entry);
-        // A refused entry is dropped here, outside the lock (it unpins).
-        let key = inserted.map_err(|_| ENOMEM)?;
-        Ok((key, Mr { key }))
-    }
-
-    fn rereg_mr(dev: &RsoftDevice, mr: &Mr, change: &ib::MrRereg) -> Result {
-        // The core serialises calls on one MR: the access read here stays.
-        let access = match change.access {
-            Some(access) => access,
-            None => dev.net.lock().mr(mr.key).ok_or(EINVAL)?.access,
-        };
-        let mem = change.pin(access)?;
-        let old = {
-            let mut net = dev.net.lock();
-            let entry = net.mr_mut(mr.key).ok_or(EINVAL)?;
-            entry.access = access;
-            if let Some(pd) = change.pd {
-                entry.pd = pd;
-            }
-            match (mem, change.new_iova()) {
-                (Some(mem), Some(iova)) => {
-                    entry.iova = iova;
-                    Some(core::mem::replace(&mut entry.mem, mem))
-                }
-                _ => None,
-            }
-        };
-        // The old pages are unpinned here, outside the lock.
-        drop(old);
+        // The old region goes when its last transfer is done with it.
+        drop(dev.net.mrs.replace(mr.key, new)?);
         Ok(())
     }
 
     fn forget_mr(dev: &RsoftDevice, key: u32) {
-        let entry = dev.net.lock().remove_mr(key);
-        drop(entry);
+        drop(dev.net.mrs.remove(MrKey::from_raw(key)));
     }
 
     fn dereg_mr(dev: &RsoftDevice, mr: Pin<&Mr>) {
-        Self::forget_mr(dev, mr.key);
+        drop(dev.net.mrs.remove(mr.key));
     }
 }

@@ -21,6 +21,7 @@ mod mr;
 mod object;
 mod qp;
 mod res;
+mod sched;
 mod srq;
 mod verbs;
 
@@ -36,6 +37,7 @@ pub(crate) use qp::{
     RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
+pub(crate) use sched::cond_resched;
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier};
 pub(crate) use verbs::Verbs;
 

@@ -1,182 +1,167 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Queue pair state: attributes, state machine and the two work queues.
+//! Queue pairs: attributes, the state machine and the two work queues under
+//! the QP's own lock, and the handles through which the engine reaches a
+//! QP.
+//!
+//! A QP is shared (`Arc`) between the core's object, the device's QP table
+//! and whoever runs it; its [`Gate`] is what keeps its CQs valid: every
+//! user is a [`QpUse`], and `destroy_qp` closes the gate and waits for the
+//! last one before the core may destroy the CQs.
 
 use crate::{
     device::Rsoft,
+    gate::Gate,
     ib::{
-        CqRef, Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
-        QpType, SendOp, WcOpcode,
+        CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
+        QpType,
     },
-    mr::SgeCopy,
+    new_irq_spinlock,
+    srq::SrqShared,
+    wq::WorkQueue,
 };
-use kernel::prelude::*;
+use core::{ops::Deref, sync::atomic::AtomicBool};
+use kernel::{prelude::*, sync::Arc};
 
-/// A queued work request.
-#[derive(Clone, Copy)]
-pub(crate) struct Wqe {
-    pub(crate) wr_id: u64,
-    pub(crate) op: SendOp,
-    pub(crate) signaled: bool,
-    pub(crate) solicited: bool,
-    pub(crate) imm: Option<u32>,
-    pub(crate) num_sge: usize,
-    /// UD: the destination, copied from the address handle when posted.
-    pub(crate) datagram: Option<Datagram>,
-}
+/// A QP number; QP numbers start at [`Qpn::BASE`] (0 and 1 are the IB
+/// special QPs) and map one to one onto slots of the device's QP table.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Qpn(u32);
 
-impl Wqe {
-    /// Whether the operation takes a receive WQE at the responder.
-    pub(crate) fn consumes_recv(&self) -> bool {
-        match self.op {
-            SendOp::Send => true,
-            SendOp::RdmaWrite(_) => self.imm.is_some(),
-            _ => false,
-        }
+impl Qpn {
+    const BASE: u32 = 0x100;
+
+    pub(crate) fn from_slot(slot: u32) -> Self {
+        Self(slot + Self::BASE)
     }
 
-    /// The opcode of the requester's completion.
-    pub(crate) fn send_opcode(&self) -> WcOpcode {
-        match self.op {
-            SendOp::Send => WcOpcode::Send,
-            SendOp::RdmaWrite(_) => WcOpcode::RdmaWrite,
-            SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
-            SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
-            SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
-        }
+    /// The number as a peer names it; any value may come from a consumer.
+    pub(crate) fn from_raw(qpn: u32) -> Self {
+        Self(qpn)
     }
 
-    const EMPTY: Self = Self {
-        wr_id: 0,
-        op: SendOp::Send,
-        signaled: false,
-        solicited: false,
-        imm: None,
-        num_sge: 0,
-        datagram: None,
-    };
-}
-
-/// A FIFO of work requests with room for `max_sge` SGEs each, allocated at
-/// QP creation so that posting never allocates.
-pub(crate) struct WorkQueue {
-    wqes: KVVec<Wqe>,
-    sges: KVVec<SgeCopy>,
-    max_sge: usize,
-    head: usize,
-    len: usize,
-}
-
-impl WorkQueue {
-    pub(crate) fn new(depth: u32, max_sge: u32) -> Result<Self> {
-        let (depth, max_sge) = (depth as usize, max_sge as usize);
-        let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
-        Ok(Self {
-            wqes: KVVec::from_elem(Wqe::EMPTY, depth, GFP_KERNEL)?,
-            sges: KVVec::from_elem(SgeCopy::default(), slots, GFP_KERNEL)?,
-            max_sge,
-            head: 0,
-            len: 0,
-        })
+    pub(crate) fn slot(self) -> u32 {
+        self.0.wrapping_sub(Self::BASE)
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub(crate) fn len(&self) -> u32 {
-        // At most the depth, which came from a u32.
-        self.len as u32
-    }
-
-    pub(crate) fn capacity(&self) -> u32 {
-        self.wqes.len() as u32
-    }
-
-    fn index(&self, i: usize) -> usize {
-        (self.head + i) % self.wqes.len()
-    }
-
-    /// Appends a WQE; ENOMEM when full, EINVAL for too many SGEs.
-    pub(crate) fn push(&mut self, wqe: Wqe, sges: impl Iterator<Item = SgeCopy>) -> Result {
-        if wqe.num_sge > self.max_sge {
-            return Err(EINVAL);
-        }
-        if self.len == self.wqes.len() {
-            return Err(ENOMEM);
-        }
-        let slot = self.index(self.len);
-        let base = slot * self.max_sge;
-        for (dst, src) in self.sges[base..base + wqe.num_sge].iter_mut().zip(sges) {
-            *dst = src;
-        }
-        self.wqes[slot] = wqe;
-        self.len += 1;
-        Ok(())
-    }
-
-    /// The oldest WQE and its SGEs.
-    pub(crate) fn front(&self) -> Option<(&Wqe, &[SgeCopy])> {
-        if self.len == 0 {
-            return None;
-        }
-        let wqe = &self.wqes[self.head];
-        let base = self.head * self.max_sge;
-        Some((wqe, &self.sges[base..base + wqe.num_sge]))
-    }
-
-    pub(crate) fn pop(&mut self) -> Option<Wqe> {
-        if self.len == 0 {
-            return None;
-        }
-        let wqe = self.wqes[self.head];
-        self.head = self.index(1);
-        self.len -= 1;
-        Some(wqe)
+    pub(crate) fn raw(self) -> u32 {
+        self.0
     }
 }
 
-/// A queue pair, owned by the device's QP table.
-pub(crate) struct QpEntry {
-    pub(crate) id: QpId,
-    pub(crate) pd: PdId,
-    pub(crate) qp_type: QpType,
+/// What changes under the QP's lock.
+pub(crate) struct QpInner {
     pub(crate) state: QpState,
-    pub(crate) cap: QpCap,
-    pub(crate) sq_sig_all: bool,
-    pub(crate) send_cq: CqRef<Rsoft>,
-    pub(crate) recv_cq: CqRef<Rsoft>,
+    pub(crate) attr: QpQuery,
     pub(crate) sq: WorkQueue,
     /// Unused when the QP takes its receives from an SRQ.
     pub(crate) rq: WorkQueue,
-    /// The slot of the SRQ the QP takes its receives from.
-    pub(crate) srq: Option<u32>,
-    notifier: QpNotifier,
-    pub(crate) attr: QpQuery,
+    /// Receives taken off `rq` by a sender and not completed yet: a flush
+    /// must not overtake them.
+    pub(crate) rq_busy: u32,
+    /// Bumped whenever `sq` is emptied without completions (RESET), so
+    /// that a sender finishing the old head knows it is gone.
+    pub(crate) sq_epoch: u32,
 }
 
-impl QpEntry {
-    /// A QP in the RESET state; its number is its slot in the QP table.
-    pub(crate) fn new(attr: &QpInitAttr<Rsoft>) -> Result<Self> {
+/// A queue pair.
+#[pin_data]
+pub(crate) struct QpShared {
+    pub(crate) qpn: Qpn,
+    id: QpId,
+    pub(crate) pd: PdId,
+    pub(crate) qp_type: QpType,
+    pub(crate) cap: QpCap,
+    pub(crate) sq_sig_all: bool,
+    /// Posts come from a system call: running the QP may sleep.
+    pub(crate) user: bool,
+    send_cq: CqRef<Rsoft>,
+    recv_cq: CqRef<Rsoft>,
+    /// The SRQ the QP takes its receives from.
+    pub(crate) srq: Option<Arc<SrqShared>>,
+    notifier: QpNotifier,
+    #[pin]
+    pub(crate) inner: IrqSpinLock<QpInner>,
+    #[pin]
+    gate: Gate,
+    /// Someone runs the QP's queues (see [`crate::engine::kick`]).
+    pub(crate) running: AtomicBool,
+    /// There may be new work for whoever runs the QP.
+    pub(crate) pending: AtomicBool,
+}
+
+impl QpShared {
+    /// A QP in the RESET state, numbered `qpn`.
+    pub(crate) fn new(attr: &QpInitAttr<Rsoft>, qpn: Qpn) -> Result<Arc<Self>> {
         let cap = attr.cap;
-        Ok(Self {
-            id: attr.id,
-            pd: attr.pd,
-            qp_type: attr.qp_type,
+        let inner = QpInner {
             state: QpState::Reset,
-            cap,
-            sq_sig_all: attr.sq_sig_all,
-            send_cq: attr.send_cq,
-            recv_cq: attr.recv_cq,
+            attr: QpQuery::default(),
             sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge)?,
             rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge)?,
-            srq: attr.srq.as_ref().map(|srq| srq.data().slot),
-            notifier: attr.notifier,
-            attr: QpQuery::default(),
-        })
+            rq_busy: 0,
+            sq_epoch: 0,
+        };
+        let srq = attr.srq.as_ref().map(|srq| srq.data().shared.clone());
+        Arc::pin_init(
+            try_pin_init!(Self {
+                qpn,
+                id: attr.id,
+                pd: attr.pd,
+                qp_type: attr.qp_type,
+                cap,
+                sq_sig_all: attr.sq_sig_all,
+                user: attr.user,
+                send_cq: attr.send_cq,
+                recv_cq: attr.recv_cq,
+                srq,
+                notifier: attr.notifier,
+                inner <- new_irq_spinlock!(inner, "rsoft_qp"),
+                gate <- Gate::new(),
+                running: AtomicBool::new(false),
+                pending: AtomicBool::new(false),
+            }? Error),
+            GFP_KERNEL,
+        )
     }
 
-    /// Applies a validated modify.
+    /// Enters the QP, unless it is being destroyed.
+    pub(crate) fn enter(self: &Arc<Self>) -> Option<QpUse> {
+        self.gate.enter().then(|| QpUse(self.clone()))
+    }
+
+    /// Closes the QP to new users and waits for those inside; after this
+    /// nothing reaches its CQs through it. Sleeps.
+    pub(crate) fn close(&self) {
+        self.gate.close();
+    }
+
+    /// Whether the QP is being destroyed: a long transfer should stop.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.gate.is_closed()
+    }
+
+    /// The identity CQEs name the QP by.
+    pub(crate) fn id(&self) -> QpId {
+        self.id
+    }
+
+    /// Whether both queues complete on one CQ.
+    pub(crate) fn one_cq(&self) -> bool {
+        self.send_cq.same(&self.recv_cq)
+    }
+
+    /// The CQs, to purge once the gate is closed.
+    pub(crate) fn closed_cqs(&self) -> Option<[CqRef<Rsoft>; 2]> {
+        self.gate
+            .is_closed()
+            .then_some([self.send_cq, self.recv_cq])
+    }
+}
+
+impl QpInner {
+    /// Applies a validated modify, except a move to ERR (see
+    /// [`QpUse::enter_error`]).
     pub(crate) fn apply(&mut self, m: &QpModify) {
         fn set<V: Copy>(dst: &mut V, v: Option<V>) {
             if let Some(v) = v {
@@ -197,40 +182,71 @@ impl QpEntry {
         set(&mut a.max_rd_atomic, m.max_rd_atomic);
         set(&mut a.max_dest_rd_atomic, m.max_dest_rd_atomic);
         set(&mut a.qkey, m.qkey);
-        let Some(next) = m.state else {
-            return;
-        };
-        match next {
-            QpState::Reset => {
+        if let Some(next) = m.state {
+            if next == QpState::Reset {
                 // RESET discards all work without completions.
                 while self.sq.pop().is_some() {}
                 while self.rq.pop().is_some() {}
+                self.sq_epoch = self.sq_epoch.wrapping_add(1);
+            }
+            if next != QpState::Error {
                 self.state = next;
             }
-            QpState::Error => self.enter_error(),
-            _ => self.state = next,
         }
     }
+}
 
-    /// Moves to the error state; a QP on an SRQ then takes no more of its
-    /// receives, which its consumer learns through the Last WQE Reached
-    /// event (raised under the caller's lock, see [`QpNotifier`]).
-    pub(crate) fn enter_error(&mut self) {
-        if self.state == QpState::Error {
+/// A user of a QP: while it lives, the QP's CQs and SRQ are valid.
+pub(crate) struct QpUse(Arc<QpShared>);
+
+impl QpUse {
+    pub(crate) fn send_cq(&self) -> CqRef<Rsoft> {
+        self.0.send_cq
+    }
+
+    pub(crate) fn recv_cq(&self) -> CqRef<Rsoft> {
+        self.0.recv_cq
+    }
+
+    /// Moves the QP (whose lock `inner` is) to the error state: every later
+    /// WR flushes. A QP on an SRQ then takes no more of its receives, which
+    /// its consumer learns through the Last WQE Reached event.
+    pub(crate) fn enter_error(&self, inner: &mut QpInner) {
+        if inner.state == QpState::Error {
             return;
         }
-        self.state = QpState::Error;
-        if self.srq.is_some() {
-            self.notifier.last_wqe_reached();
+        inner.state = QpState::Error;
+        if self.0.srq.is_some() {
+            self.0.notifier.last_wqe_reached();
         }
     }
 
+    /// What `query_qp` reports.
     pub(crate) fn query(&self) -> QpQuery {
+        let inner = self.0.inner.lock();
         QpQuery {
-            state: Some(self.state),
-            cap: self.cap,
-            sq_sig_all: self.sq_sig_all,
-            ..self.attr
+            state: Some(inner.state),
+            cap: self.0.cap,
+            sq_sig_all: self.0.sq_sig_all,
+            ..inner.attr
         }
+    }
+
+    pub(crate) fn arc(&self) -> &Arc<QpShared> {
+        &self.0
+    }
+}
+
+impl Deref for QpUse {
+    type Target = QpShared;
+
+    fn deref(&self) -> &QpShared {
+        &self.0
+    }
+}
+
+impl Drop for QpUse {
+    fn drop(&mut self) {
+        self.0.gate.leave();
     }
 }

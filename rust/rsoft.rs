@@ -5,9 +5,12 @@
 
 use kernel::prelude::*;
 
+mod copy;
 mod counters;
 mod cq;
 mod device;
+mod engine;
+mod gate;
 mod grh;
 mod ib;
 mod limits;
@@ -19,6 +22,9 @@ mod qp;
 #[allow(unreachable_pub)]
 mod ring;
 mod srq;
+mod table;
+mod transport;
+mod wq;
 
 module! {
     type: RsoftModule,

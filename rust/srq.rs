@@ -4,59 +4,75 @@
 //! with a low-water limit that raises an event once per arming.
 
 use crate::{
-    ib::{PdId, SrqAttr, SrqNotifier},
-    qp::{WorkQueue, Wqe},
+    ib::{IrqSpinLock, PdId, SrqAttr, SrqNotifier},
+    new_irq_spinlock,
+    wq::{WorkQueue, Wqe},
 };
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
-/// An SRQ, owned by the device's SRQ table.
-pub(crate) struct SrqEntry {
-    pub(crate) pd: PdId,
+/// What changes under the SRQ's lock.
+pub(crate) struct SrqInner {
     pub(crate) rq: WorkQueue,
-    max_sge: u32,
     /// Armed limit; 0 when disarmed.
     limit: u32,
-    notifier: SrqNotifier,
-    /// A sender found this SRQ empty and waits (RNR) for a post.
+    /// A sender found the SRQ empty and waits (RNR) for a post.
     pub(crate) waited_on: bool,
 }
 
-impl SrqEntry {
-    pub(crate) fn new(pd: PdId, attr: &SrqAttr, notifier: SrqNotifier) -> Result<Self> {
-        Ok(Self {
-            pd,
+/// An SRQ, shared by the core's object and the QPs created on it.
+#[pin_data]
+pub(crate) struct SrqShared {
+    pub(crate) pd: PdId,
+    max_sge: u32,
+    notifier: SrqNotifier,
+    #[pin]
+    pub(crate) inner: IrqSpinLock<SrqInner>,
+}
+
+impl SrqShared {
+    pub(crate) fn new(pd: PdId, attr: &SrqAttr, notifier: SrqNotifier) -> Result<Arc<Self>> {
+        let inner = SrqInner {
             rq: WorkQueue::new(attr.max_wr, attr.max_sge)?,
-            max_sge: attr.max_sge,
             limit: 0,
-            notifier,
             waited_on: false,
-        })
+        };
+        Arc::pin_init(
+            try_pin_init!(Self {
+                pd,
+                max_sge: attr.max_sge,
+                notifier,
+                inner <- new_irq_spinlock!(inner, "rsoft_srq"),
+            }? Error),
+            GFP_KERNEL,
+        )
     }
 
     pub(crate) fn attr(&self) -> SrqAttr {
+        let inner = self.inner.lock();
         SrqAttr {
-            max_wr: self.rq.capacity(),
+            max_wr: inner.rq.capacity(),
             max_sge: self.max_sge,
-            limit: self.limit,
+            limit: inner.limit,
         }
     }
 
     /// Arms the limit event, which fires when fewer than `limit` receives
     /// are left; `limit` cannot exceed the queue's size.
-    pub(crate) fn arm(&mut self, limit: u32) -> Result {
-        if limit > self.rq.capacity() {
+    pub(crate) fn arm(&self, limit: u32) -> Result {
+        let mut inner = self.inner.lock();
+        if limit > inner.rq.capacity() {
             return Err(EINVAL);
         }
-        self.limit = limit;
+        inner.limit = limit;
         Ok(())
     }
 
-    /// Takes the oldest receive; raises the limit event when it leaves too
-    /// few (under the caller's lock, see [`SrqNotifier::limit_reached`]).
-    pub(crate) fn pop(&mut self) -> Option<Wqe> {
-        let wqe = self.rq.pop()?;
-        if self.limit != 0 && self.rq.len() < self.limit {
-            self.limit = 0;
+    /// Takes the oldest receive (the SRQ's lock is `inner`); raises the
+    /// limit event when it leaves too few.
+    pub(crate) fn pop(&self, inner: &mut SrqInner) -> Option<Wqe> {
+        let wqe = inner.rq.pop()?;
+        if inner.limit != 0 && inner.rq.len() < inner.limit {
+            inner.limit = 0;
             self.notifier.limit_reached();
         }
         Some(wqe)

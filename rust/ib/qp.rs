@@ -155,6 +155,10 @@ pub(crate) struct QpInitAttr<T: Verbs> {
     /// Where receives come from instead of the QP's own queue.
     pub(crate) srq: Option<SrqRef<T>>,
     pub(crate) notifier: QpNotifier,
+    /// Created through uverbs: its posts come from system calls of a
+    /// process, which may sleep (a kernel consumer may post from any
+    /// context).
+    pub(crate) user: bool,
 }
 
 /// The attributes a `modify_qp` call sets; `None` where its mask is clear.
@@ -528,7 +532,7 @@ impl<T: Verbs> Adapter<T> {
     pub(super) unsafe extern "C" fn create_qp(
         qp: *mut bindings::ib_qp,
         init: *mut bindings::ib_qp_init_attr,
-        _udata: *mut bindings::ib_udata,
+        udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
         from_result(|| {
             // SAFETY: the core passes a QP allocated with `size_ib_qp` bytes,
@@ -563,6 +567,7 @@ impl<T: Verbs> Adapter<T> {
                     // The core set the QP up before calling us; the driver
                     // forgets the QP in `destroy_qp`.
                     notifier: QpNotifier::new(qp).ok_or(EINVAL)?,
+                    user: !udata.is_null(),
                 };
                 let dev = Self::device((*qp).device);
                 let (qpn, data) = T::new_qp(dev, &mut attr)?;

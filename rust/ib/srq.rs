@@ -111,11 +111,8 @@ impl<T: Verbs> Adapter<T> {
                 // forgets the SRQ in `destroy_srq`.
                 let notifier = SrqNotifier::new(srq).ok_or(EINVAL)?;
                 let dev = Self::device((*srq).device);
-                let (id, data) = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)?;
-                if let Err(e) = SrqObject::<T>::init(srq, data) {
-                    T::forget_srq(dev, id);
-                    return Err(e);
-                }
+                let data = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)?;
+                SrqObject::<T>::init(srq, data)?;
                 attr.write_to(&mut init.attr);
             }
             Ok(0)

@@ -95,16 +95,13 @@ pub(crate) trait Verbs: Sized + 'static {
         iova: u64,
         access: Access,
     ) -> Result<(u32, impl PinInit<Self::Mr, Error>)>;
-    /// A new SRQ in `pd`; returns an id for [`Verbs::forget_srq`]. May
-    /// raise `attr`'s sizes (reported back).
+    /// A new SRQ in `pd`. May raise `attr`'s sizes (reported back).
     fn new_srq(
         dev: &Self::Device,
         pd: PdId,
         attr: &mut SrqAttr,
         notifier: SrqNotifier,
-    ) -> Result<(u32, impl PinInit<Self::Srq, Error>)>;
-    /// Undoes [`Verbs::new_srq`] when the core could not take the SRQ.
-    fn forget_srq(dev: &Self::Device, id: u32);
+    ) -> Result<impl PinInit<Self::Srq, Error>>;
     fn modify_srq(dev: &Self::Device, srq: &Self::Srq, m: &SrqModify) -> Result;
     fn query_srq(dev: &Self::Device, srq: &Self::Srq) -> Result<SrqAttr>;
     /// Removes `srq` (no QP uses it any more) before it is dropped.

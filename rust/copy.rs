@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Moving bytes between the buffers SGE lists name: checking the lists
+//! against the MR table, then copying a bounded chunk at a time with no
+//! lock held, each piece through a reference to its MR.
+
+use crate::{
+    ib::{self, Access, Memory, PdId, Remote, Sge},
+    limits,
+    mr::{MrEntry, MrKey, Mrs},
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// The most bytes copied between two checks for rescheduling and for the
+/// QP being destroyed: what bounds the time a CPU spends without a chance
+/// to run something else.
+const CHUNK: u32 = 64 * 1024;
+
+/// An SGE as queued in a work queue.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SgeCopy {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: MrKey,
+}
+
+impl From<&Sge> for SgeCopy {
+    fn from(s: &Sge) -> Self {
+        Self {
+            addr: s.addr(),
+            length: s.length(),
+            lkey: MrKey::from_raw(s.lkey()),
+        }
+    }
+}
+
+impl SgeCopy {
+    /// The remote buffer of an RDMA or atomic operation, `len` bytes.
+    pub(crate) fn remote(r: Remote, len: u32) -> Self {
+        Self {
+            addr: r.addr,
+            length: len,
+            lkey: MrKey::from_raw(r.rkey),
+        }
+    }
+}
+
+/// A WR's SGEs, copied out of its work queue so that the queue's lock need
+/// not be held while they are used.
+#[derive(Clone, Copy)]
+pub(crate) struct SgeList {
+    sges: [SgeCopy; limits::MAX_SGE as usize],
+    len: usize,
+}
+
+impl SgeList {
+    pub(crate) fn new(from: &[SgeCopy]) -> Self {
+        let mut list = Self {
+            sges: [SgeCopy::default(); limits::MAX_SGE as usize],
+            len: from.len().min(limits::MAX_SGE as usize),
+        };
+        list.sges[..list.len].copy_from_slice(&from[..list.len]);
+        list
+    }
+
+    pub(crate) fn as_slice(&self) -> &[SgeCopy] {
+        &self.sges[..self.len]
+    }
+}
+
+/// Why an SGE cannot be used.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadSge;
+
+/// Checks the SGEs of one WR against the MR table: all must name an MR of
+/// `pd` with `need` rights, and lie within it. Returns their total length.
+pub(crate) fn check_sges(
+    mrs: &Mrs,
+    pd: PdId,
+    need: Access,
+    sges: &[SgeCopy],
+) -> Result<u64, BadSge> {
+    let mut total = 0u64;
+    for sge in sges.iter().filter(|s| s.length > 0) {
+        let mr = mrs.get(sge.lkey).ok_or(BadSge)?;
+        if mr.pd != pd || !mr.access.contains(need) {
+            return Err(BadSge);
+        }
+        mr.offset_of(sge.addr, sge.length.into()).ok_or(BadSge)?;
+        total += u64::from(sge.length);
+    }
+    Ok(total)
+}
+
+/// How a long copy behaves between chunks.
+pub(crate) struct Pace<'a> {
+    /// The context may sleep: reschedule between chunks.
+    pub(crate) may_sleep: bool,
+    /// Stop (fail the copy) when this says so: the QP is being destroyed.
+    pub(crate) stop: &'a dyn Fn() -> bool,
+}
+
+impl Pace<'_> {
+    fn between_chunks(&self) -> Result {
+        if self.may_sleep {
+            ib::cond_resched();
+        }
+        if (self.stop)() {
+            return Err(EINTR);
+        }
+        Ok(())
+    }
+}
+
+/// Walks the bytes an SGE list names, a contiguous piece at a time,
+/// holding the MR of the current SGE.
+struct Cursor<'s> {
+    mrs: &'s Mrs,
+    sges: core::slice::Iter<'s, SgeCopy>,
+    /// The current SGE, its MR and its offset in the MR.
+    cur: Option<(SgeCopy, Arc<MrEntry>, u64)>,
+    /// Bytes of `cur` already walked.
+    done: u32,
+}
+
+impl<'s> Cursor<'s> {
+    fn new(mrs: &'s Mrs, sges: &'s [SgeCopy]) -> Self {
+        Self {
+            mrs,
+            sges: sges.iter(),
+            cur: None,
+            done: 0,
+        }
+    }
+
+    /// The next piece, at most `max` bytes: the memory, the offset in it
+    /// and the length. Fails if an SGE's MR has gone or shrunk.
+    fn take(&mut self, max: u32) -> Result<Option<(&Memory, u64, u32)>> {
+        if !matches!(&self.cur, Some((sge, _, _)) if self.done < sge.length) {
+            let Some(&sge) = self.sges.find(|s| s.length > 0) else {
+                return Ok(None);
+            };
+            let mr = self.mrs.get(sge.lkey).ok_or(EINVAL)?;
+            let off = mr.offset_of(sge.addr, sge.length.into()).ok_or(EINVAL)?;
+            self.cur = Some((sge, mr, off));
+            self.done = 0;
+        }
+        let Some((sge, mr, off)) = &self.cur else {
+            return Ok(None);
+        };
+        let at = self.done;
+        let len = (sge.length - at).min(max);
+        self.done += len;
+        Ok(Some((&mr.mem, off + u64::from(at), len)))
+    }
+
+    /// Steps over `len` bytes.
+    fn skip(&mut self, mut len: u32) -> Result {
+        while len > 0 {
+            len -= self.take(len)?.ok_or(EINVAL)?.2;
+        }
+        Ok(())
+    }
+}
+
+/// Copies the bytes the `src` SGEs name into the buffers the `dst` SGEs
+/// name from their byte `skip` on, in order. Both lists were checked with
+/// [`check_sges`] and `dst` holds at least `skip` more bytes than `src`.
+pub(crate) fn copy_sges(
+    mrs: &Mrs,
+    dst: &[SgeCopy],
+    skip: u32,
+    src: &[SgeCopy],
+    pace: &Pace<'_>,
+) -> Result {
+    let mut dst = Cursor::new(mrs, dst);
+    dst.skip(skip)?;
+    let mut src = Cursor::new(mrs, src);
+    let mut since_pause = 0;
+    while let Some((smem, soff, len)) = src.take(CHUNK)? {
+        let mut moved = 0;
+        while moved < len {
+            let (dmem, doff, n) = dst.take(len - moved)?.ok_or(EINVAL)?;
+            Memory::copy(dmem, doff, smem, soff + u64::from(moved), n.into())?;
+            moved += n;
+        }
+        since_pause += len;
+        if since_pause >= CHUNK {
+            since_pause = 0;
+            pace.between_chunks()?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` at the start of the buffers the (checked) `dst` SGEs name.
+pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], bytes: &[u8]) -> Result {
+    let mut dst = Cursor::new(mrs, dst);
+    let mut done = 0;
+    while done < bytes.len() {
+        let left = u32::try_from(bytes.len() - done)?;
+        let (dmem, doff, n) = dst.take(left)?.ok_or(EINVAL)?;
+        dmem.write(doff, &bytes[done..done + n as usize])?;
+        done += n as usize;
+    }
+    Ok(())
+}

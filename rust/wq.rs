@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work queues: the FIFO of work requests behind a QP's send or receive
+//! queue and an SRQ, sized at creation so that posting never allocates.
+
+use crate::{
+    copy::SgeCopy,
+    ib::{Datagram, SendOp, WcOpcode},
+};
+use kernel::prelude::*;
+
+/// A queued work request.
+#[derive(Clone, Copy)]
+pub(crate) struct Wqe {
+    pub(crate) wr_id: u64,
+    pub(crate) op: SendOp,
+    pub(crate) signaled: bool,
+    pub(crate) solicited: bool,
+    pub(crate) imm: Option<u32>,
+    pub(crate) num_sge: usize,
+    /// UD: the destination, copied from the address handle when posted.
+    pub(crate) datagram: Option<Datagram>,
+}
+
+impl Wqe {
+    /// Whether the operation takes a receive WQE at the responder.
+    pub(crate) fn consumes_recv(&self) -> bool {
+        match self.op {
+            SendOp::Send => true,
+            SendOp::RdmaWrite(_) => self.imm.is_some(),
+            _ => false,
+        }
+    }
+
+    /// The opcode of the requester's completion.
+    pub(crate) fn send_opcode(&self) -> WcOpcode {
+        match self.op {
+            SendOp::Send => WcOpcode::Send,
+            SendOp::RdmaWrite(_) => WcOpcode::RdmaWrite,
+            SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
+            SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
+            SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+        }
+    }
+
+    const EMPTY: Self = Self {
+        wr_id: 0,
+        op: SendOp::Send,
+        signaled: false,
+        solicited: false,
+        imm: None,
+        num_sge: 0,
+        datagram: None,
+    };
+}
+
+/// A FIFO of work requests with room for `max_sge` SGEs each, allocated at
+/// QP creation so that posting never allocates.
+pub(crate) struct WorkQueue {
+    wqes: KVVec<Wqe>,
+    sges: KVVec<SgeCopy>,
+    max_sge: usize,
+    head: usize,
+    len: usize,
+}
+
+impl WorkQueue {
+    pub(crate) fn new(depth: u32, max_sge: u32) -> Result<Self> {
+        let (depth, max_sge) = (depth as usize, max_sge as usize);
+        let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
+        Ok(Self {
+            wqes: KVVec::from_elem(Wqe::EMPTY, depth, GFP_KERNEL)?,
+            sges: KVVec::from_elem(SgeCopy::default(), slots, GFP_KERNEL)?,
+            max_sge,
+            head: 0,
+            len: 0,
+        })
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn len(&self) -> u32 {
+        // At most the depth, which came from a u32.
+        self.len as u32
+    }
+
+    pub(crate) fn capacity(&self) -> u32 {
+        self.wqes.len() as u32
+    }
+
+    fn index(&self, i: usize) -> usize {
+        (self.head + i) % self.wqes.len()
+    }
+
+    /// Appends a WQE; ENOMEM when full, EINVAL for too many SGEs.
+    pub(crate) fn push(&mut self, wqe: Wqe, sges: impl Iterator<Item = SgeCopy>) -> Result {
+        if wqe.num_sge > self.max_sge {
+            return Err(EINVAL);
+        }
+        if self.len == self.wqes.len() {
+            return Err(ENOMEM);
+        }
+        let slot = self.index(self.len);
+        let base = slot * self.max_sge;
+        for (dst, src) in self.sges[base..base + wqe.num_sge].iter_mut().zip(sges) {
+            *dst = src;
+        }
+        self.wqes[slot] = wqe;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The oldest WQE and its SGEs.
+    pub(crate) fn front(&self) -> Option<(&Wqe, &[SgeCopy])> {
+        if self.len == 0 {
+            return None;
+        }
+        let wqe = &self.wqes[self.head];
+        let base = self.head * self.max_sge;
+        Some((wqe, &self.sges[base..base + wqe.num_sge]))
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<Wqe> {
+        if self.len == 0 {
+            return None;
+        }
+        let wqe = self.wqes[self.head];
+        self.head = self.index(1);
+        self.len -= 1;
+        Some(wqe)
+    }
+}
