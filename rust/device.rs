@@ -306,6 +306,7 @@ impl ib::Verbs for Rsoft {
 
     fn forget_qp(dev: &RsoftDevice, qpn: u32) {
         if let Some(qp) = dev.net.remove_qp(Qpn::from_raw(qpn)) {
+            // Never ran: it has no CQEs.
             qp.close();
         }
     }
@@ -340,14 +341,12 @@ impl ib::Verbs for Rsoft {
         let qp = &qp.shared;
         dev.net.remove_qp(qp.qpn);
         // Whoever still runs or completes on the QP finishes first.
-        qp.close();
+        let [send_cq, recv_cq] = qp.close();
         // uverbs reads wc->qp of every CQE it polls: none may outlive the
         // QP.
-        if let Some([send_cq, recv_cq]) = qp.closed_cqs() {
-            send_cq.data().purge(qp.id());
-            if !qp.one_cq() {
-                recv_cq.data().purge(qp.id());
-            }
+        send_cq.data().purge(qp.id());
+        if !recv_cq.same(&send_cq) {
+            recv_cq.data().purge(qp.id());
         }
         // A peer waiting on RNR for this QP now gets no answer.
         let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);

@@ -43,28 +43,28 @@ pub(crate) struct Net {
 /// put in it.
 pub(crate) struct QpSlot<'a> {
     net: &'a Net,
-    slot: Option<u32>,
+    slot: u32,
+    filled: bool,
 }
 
 impl QpSlot<'_> {
     pub(crate) fn qpn(&self) -> Qpn {
-        Qpn::from_slot(self.slot.unwrap_or(u32::MAX))
+        Qpn::from_slot(self.slot)
     }
 
     /// Puts `qp` in the slot: from now on it can be found by number.
     pub(crate) fn fill(mut self, qp: Arc<QpShared>) {
-        if let Some(slot) = self.slot.take() {
-            if let Some(entry) = self.net.qps.lock().get_mut(slot) {
-                *entry = Some(qp);
-            }
+        if let Some(entry) = self.net.qps.lock().get_mut(self.slot) {
+            *entry = Some(qp);
+            self.filled = true;
         }
     }
 }
 
 impl Drop for QpSlot<'_> {
     fn drop(&mut self) {
-        if let Some(slot) = self.slot {
-            self.net.qps.lock().remove(slot);
+        if !self.filled {
+            self.net.qps.lock().remove(self.slot);
         }
     }
 }
@@ -87,7 +87,8 @@ impl Net {
         let slot = self.qps.lock().insert(None).map_err(|_| ENOMEM)?;
         Ok(QpSlot {
             net: self,
-            slot: Some(slot),
+            slot,
+            filled: false,
         })
     }
 

@@ -131,9 +131,12 @@ impl QpShared {
     }
 
     /// Closes the QP to new users and waits for those inside; after this
-    /// nothing reaches its CQs through it. Sleeps.
-    pub(crate) fn close(&self) {
+    /// nothing reaches its CQs through it. Returns the CQs (send, then
+    /// receive; maybe one CQ twice), for the purge of the QP's CQEs.
+    /// Sleeps.
+    pub(crate) fn close(&self) -> [CqRef<Rsoft>; 2] {
         self.gate.close();
+        [self.send_cq, self.recv_cq]
     }
 
     /// Whether the QP is being destroyed: a long transfer should stop.
@@ -144,18 +147,6 @@ impl QpShared {
     /// The identity CQEs name the QP by.
     pub(crate) fn id(&self) -> QpId {
         self.id
-    }
-
-    /// Whether both queues complete on one CQ.
-    pub(crate) fn one_cq(&self) -> bool {
-        self.send_cq.same(&self.recv_cq)
-    }
-
-    /// The CQs, to purge once the gate is closed.
-    pub(crate) fn closed_cqs(&self) -> Option<[CqRef<Rsoft>; 2]> {
-        self.gate
-            .is_closed()
-            .then_some([self.send_cq, self.recv_cq])
     }
 }
 
