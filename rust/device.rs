@@ -31,8 +31,7 @@ pub(crate) struct RsoftDevice {
     cqs: AtomicU32,
     ahs: AtomicU32,
     srqs: AtomicU32,
-    #[pin]
-    net: Net,
+    net: Arc<Net>,
 }
 
 /// Locally administered EUI-64s (the U/L bit of the first byte is set); the
@@ -53,7 +52,7 @@ pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Re
         ports: 1,
         comp_vectors: 1,
     };
-    let net = Net::new(lid, ib::Gid::link_local(guid))?;
+    let net = Arc::pin_init(Net::new(lid, ib::Gid::link_local(guid))?, GFP_KERNEL)?;
     let data = try_pin_init!(RsoftDevice {
         guid,
         lid,
@@ -61,7 +60,7 @@ pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Re
         cqs: AtomicU32::new(0),
         ahs: AtomicU32::new(0),
         srqs: AtomicU32::new(0),
-        net <- net,
+        net,
     }? Error);
     ib::Registration::new(module, &config, data)
 }
@@ -78,7 +77,7 @@ fn take(count: &AtomicU32, max: u32) -> Result {
 
 /// The context of a verb on `qp`: a user QP's verbs come from system calls.
 fn ctx_of(qp: &QpShared) -> Ctx {
-    Ctx { may_sleep: qp.user }
+    Ctx::caller(qp.user)
 }
 
 impl RsoftDevice {
@@ -299,7 +298,7 @@ impl ib::Verbs for Rsoft {
         }
         let slot = dev.net.reserve_qp()?;
         let qpn = slot.qpn();
-        let shared = QpShared::new(attr, qpn)?;
+        let shared = QpShared::new(dev.net.clone(), attr, qpn)?;
         slot.fill(shared.clone());
         Ok((qpn.raw(), Qp { shared }))
     }
@@ -452,7 +451,7 @@ impl ib::Verbs for Rsoft {
         if waited_on {
             // An SRQ's posts come from wherever its QPs' posts come from:
             // assume the strictest.
-            dev.resume_senders_of(srq, Ctx { may_sleep: false });
+            dev.resume_senders_of(srq, Ctx::caller(false));
         }
         posted
     }

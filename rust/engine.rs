@@ -18,10 +18,43 @@ use crate::{
 use core::sync::atomic::Ordering;
 
 /// The calling context: whether it may sleep (a system call on a user QP)
-/// or not (a kernel consumer, which may post from any context).
+/// or not (a kernel consumer, which may post from any context), and
+/// whether it is the QP's worker.
 #[derive(Clone, Copy)]
 pub(crate) struct Ctx {
     pub(crate) may_sleep: bool,
+    worker: bool,
+}
+
+impl Ctx {
+    /// The QP's worker.
+    pub(crate) const WORKER: Self = Self {
+        may_sleep: true,
+        worker: true,
+    };
+
+    /// A verb's caller.
+    pub(crate) fn caller(may_sleep: bool) -> Self {
+        Self {
+            may_sleep,
+            worker: false,
+        }
+    }
+}
+
+/// Requests that move more bytes than this are executed by the QP's worker
+/// rather than by the poster: a kernel poster may be in atomic context, and
+/// a process goes on posting while another CPU copies.
+const INLINE_MAX: u64 = 16 * 1024;
+
+/// What a step found.
+enum Next {
+    /// It did something; there may be more.
+    More,
+    /// Nothing to do until something changes.
+    Idle,
+    /// The head request is for the worker.
+    Defer,
 }
 
 /// What a step leaves to do once it holds no lock: events to deliver, and
@@ -63,17 +96,27 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
         if qp.running.swap(true, Ordering::SeqCst) {
             return;
         }
-        while qp.pending.swap(false, Ordering::SeqCst) {
+        let mut defer = false;
+        while !defer && qp.pending.swap(false, Ordering::SeqCst) {
             loop {
                 let mut after = After::default();
-                let more = step(net, qp, ctx, &mut after);
+                let next = step(net, qp, ctx, &mut after);
                 after.finish(net, ctx);
-                if !more {
-                    break;
+                match next {
+                    Next::More => {}
+                    Next::Idle => break,
+                    Next::Defer => {
+                        defer = true;
+                        break;
+                    }
                 }
             }
         }
         qp.running.store(false, Ordering::SeqCst);
+        if defer {
+            qp.defer();
+            return;
+        }
         // Work that came after the last look but before the release.
         if !qp.pending.load(Ordering::SeqCst) {
             return;
@@ -81,27 +124,30 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
     }
 }
 
-/// Moves `qp` one step: one send WQE executed or one WQE flushed. Returns
-/// whether there may be more to do.
-fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> bool {
+/// Moves `qp` one step: one send WQE executed or one WQE flushed.
+fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
+    let more = |did: bool| if did { Next::More } else { Next::Idle };
     if qp.is_closing() {
-        return false;
+        return Next::Idle;
     }
     let head = {
         let inner = qp.inner.lock();
         match inner.state {
             QpState::Error => {
                 drop(inner);
-                return flush_one(net, qp, after);
+                return more(flush_one(net, qp, after));
             }
             QpState::Rts => match transport::Head::of(&inner) {
                 Some(head) => head,
-                None => return false,
+                None => return Next::Idle,
             },
-            _ => return false,
+            _ => return Next::Idle,
         }
     };
-    transport::send(net, qp, &head, ctx, after)
+    if !ctx.worker && head.bytes() > INLINE_MAX {
+        return Next::Defer;
+    }
+    more(transport::send(net, qp, &head, ctx, after))
 }
 
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends

@@ -37,7 +37,7 @@ pub(crate) use qp::{
     RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
-pub(crate) use sched::cond_resched;
+pub(crate) use sched::{cond_resched, flush_work};
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier};
 pub(crate) use verbs::Verbs;
 

@@ -11,17 +11,23 @@
 
 use crate::{
     device::Rsoft,
+    engine::{self, Ctx},
     gate::Gate,
     ib::{
         CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
         QpType,
     },
+    net::Net,
     new_irq_spinlock,
     srq::SrqShared,
     wq::WorkQueue,
 };
 use core::{ops::Deref, sync::atomic::AtomicBool};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    prelude::*,
+    sync::Arc,
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+};
 
 /// A QP number; QP numbers start at [`Qpn::BASE`] (0 and 1 are the IB
 /// special QPs) and map one to one onto slots of the device's QP table.
@@ -67,6 +73,8 @@ pub(crate) struct QpInner {
 /// A queue pair.
 #[pin_data]
 pub(crate) struct QpShared {
+    /// The device's QPs and MRs, which the QP's worker needs.
+    pub(crate) net: Arc<Net>,
     pub(crate) qpn: Qpn,
     id: QpId,
     pub(crate) pd: PdId,
@@ -88,11 +96,28 @@ pub(crate) struct QpShared {
     pub(crate) running: AtomicBool,
     /// There may be new work for whoever runs the QP.
     pub(crate) pending: AtomicBool,
+    /// Runs the QP where the poster should not (see [`QpUse::defer`]).
+    #[pin]
+    work: Work<QpShared>,
+}
+
+impl_has_work! {
+    impl HasWork<Self> for QpShared { self.work }
+}
+
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        // The gate was entered for this run when it was queued.
+        let qp = QpUse(this);
+        engine::kick(&qp.net, &qp, Ctx::WORKER);
+    }
 }
 
 impl QpShared {
     /// A QP in the RESET state, numbered `qpn`.
-    pub(crate) fn new(attr: &QpInitAttr<Rsoft>, qpn: Qpn) -> Result<Arc<Self>> {
+    pub(crate) fn new(net: Arc<Net>, attr: &QpInitAttr<Rsoft>, qpn: Qpn) -> Result<Arc<Self>> {
         let cap = attr.cap;
         let inner = QpInner {
             state: QpState::Reset,
@@ -105,6 +130,7 @@ impl QpShared {
         let srq = attr.srq.as_ref().map(|srq| srq.data().shared.clone());
         Arc::pin_init(
             try_pin_init!(Self {
+                net,
                 qpn,
                 id: attr.id,
                 pd: attr.pd,
@@ -120,6 +146,7 @@ impl QpShared {
                 gate <- Gate::new(),
                 running: AtomicBool::new(false),
                 pending: AtomicBool::new(false),
+                work <- new_work!("rsoft_qp_work"),
             }? Error),
             GFP_KERNEL,
         )
@@ -136,6 +163,8 @@ impl QpShared {
     /// Sleeps.
     pub(crate) fn close(&self) -> [CqRef<Rsoft>; 2] {
         self.gate.close();
+        // A run that left the gate may still be returning.
+        crate::ib::flush_work(&self.work);
         [self.send_cq, self.recv_cq]
     }
 
@@ -225,6 +254,21 @@ impl QpUse {
 
     pub(crate) fn arc(&self) -> &Arc<QpShared> {
         &self.0
+    }
+
+    /// Has the QP run by a worker: it may sleep and runs on whichever CPU
+    /// is free, so the poster goes on (or a kernel poster in atomic context
+    /// is not held up by a long copy). Nothing happens if the QP is being
+    /// destroyed; its destroy waits for a queued run.
+    pub(crate) fn defer(&self) {
+        if !self.0.gate.enter() {
+            return;
+        }
+        // The entry goes with the work item, whose run adopts it.
+        if let Err(arc) = workqueue::system_unbound().enqueue(self.0.clone()) {
+            // Already queued: that run will do this one's job.
+            drop(QpUse(arc));
+        }
     }
 }
 

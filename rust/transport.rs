@@ -38,6 +38,15 @@ pub(crate) struct Head {
 }
 
 impl Head {
+    /// The bytes its SGEs name: what executing it copies.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.sges
+            .as_slice()
+            .iter()
+            .map(|s| u64::from(s.length))
+            .sum()
+    }
+
     pub(crate) fn of(inner: &QpInner) -> Option<Self> {
         let (wqe, sges) = inner.sq.front()?;
         Some(Self {
@@ -411,7 +420,8 @@ fn complete_recv(
 }
 
 /// Takes the head send WQE (`head`) off the queue and completes it with
-/// `status` if it is signaled or failed. Returns true: there may be more.
+/// `status` if it is signaled or failed. Returns whether there may be more
+/// to do (a later post runs the QP again anyway).
 fn finish_send(
     net: &Net,
     qp: &QpUse,
@@ -420,20 +430,21 @@ fn finish_send(
     len: u32,
     after: &mut After,
 ) -> bool {
-    let popped = {
+    let (popped, more) = {
         let mut inner = qp.inner.lock();
         // A RESET meanwhile discarded it, without a completion.
-        if inner.sq_epoch == head.epoch {
+        let popped = if inner.sq_epoch == head.epoch {
             inner.sq.pop()
         } else {
             None
-        }
+        };
+        (popped, !inner.sq.is_empty())
     };
     let Some(wqe) = popped else {
-        return true;
+        return more;
     };
     if !(wqe.signaled || qp.sq_sig_all || status != WcStatus::Success) {
-        return true;
+        return more;
     }
     let wc = Wc {
         wr_id: wqe.wr_id,
@@ -447,8 +458,8 @@ fn finish_send(
         byte_len: len,
         ..Wc::EMPTY
     };
-    engine::complete(net, qp, qp.send_cq(), wc, false, after);
-    true
+    // An error leaves the QP to flush.
+    engine::complete(net, qp, qp.send_cq(), wc, false, after) || more
 }
 
 /// UD: delivers the datagram `head` if it reaches a ready receive, and

@@ -16,8 +16,13 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/irqflags.h>
+#include <linux/jiffies.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/slab.h>
+#include <linux/stringify.h>
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 
@@ -395,6 +400,67 @@ static bool next_wc_is(struct ib_cq *cq, u64 id, enum ib_wc_status status)
 	       wc.status == status;
 }
 
+/* A connected RC pair a -> b, each on its own CQ (polled directly). */
+struct pair {
+	struct ib_pd *pd;
+	struct ib_cq *cq, *bcq;
+	struct ib_qp *a, *b;
+};
+
+static void pair_fini(struct pair *p)
+{
+	if (!IS_ERR_OR_NULL(p->b))
+		ib_destroy_qp(p->b);
+	if (!IS_ERR_OR_NULL(p->a))
+		ib_destroy_qp(p->a);
+	if (!IS_ERR_OR_NULL(p->bcq))
+		ib_free_cq(p->bcq);
+	if (!IS_ERR_OR_NULL(p->cq))
+		ib_free_cq(p->cq);
+	if (!IS_ERR_OR_NULL(p->pd))
+		ib_dealloc_pd(p->pd);
+}
+
+static int pair_init(struct pair *p, struct ib_device *dev)
+{
+	struct ib_port_attr port;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(p->pd))
+		return PTR_ERR(p->pd);
+	p->cq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (IS_ERR(p->cq))
+		return PTR_ERR(p->cq);
+	p->bcq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
+	if (IS_ERR(p->bcq))
+		return PTR_ERR(p->bcq);
+	p->a = new_rc_qp(p->pd, p->cq, NULL, 4);
+	if (IS_ERR(p->a))
+		return PTR_ERR(p->a);
+	p->b = new_rc_qp(p->pd, p->bcq, NULL, 4);
+	if (IS_ERR(p->b))
+		return PTR_ERR(p->b);
+	ret = ib_query_port(dev, 1, &port);
+	if (!ret)
+		ret = connect_qp(p->a, port.lid, p->b->qp_num);
+	if (!ret)
+		ret = connect_qp(p->b, port.lid, p->a->qp_num);
+	return ret;
+}
+
+/* Posts one receive of @len bytes at DMA address @addr, id @id, on @qp. */
+static int post_recv_at(struct ib_qp *qp, u64 addr, u32 len, u64 id)
+{
+	struct ib_sge sge = {
+		.addr = addr, .length = len, .lkey = qp->pd->local_dma_lkey,
+	};
+	struct ib_recv_wr wr = { .wr_id = id, .sg_list = &sge, .num_sge = 1 };
+
+	return ib_post_recv(qp, &wr, NULL);
+}
+
 /*
  * Any error completion of an RC QP leaves it in ERR, and later WRs flush.
  * The error here: a send whose SGE names memory outside the linear map (a
@@ -404,12 +470,7 @@ static int check_error_enters_err(struct ib_device *dev)
 {
 	struct ib_qp_attr attr;
 	struct ib_qp_init_attr init;
-	struct ib_port_attr port;
-	struct ib_pd *pd;
-	struct ib_cq *cq, *bcq;
-	struct ib_qp *a, *b;
-	struct ib_sge rsge = { .length = 64 };
-	struct ib_recv_wr rwr = { .wr_id = 10, .sg_list = &rsge, .num_sge = 1 };
+	struct pair p;
 	void *vbuf;
 	u8 *buf;
 	u64 dma;
@@ -423,65 +484,112 @@ static int check_error_enters_err(struct ib_device *dev)
 	ret = -EIO;
 	if (ib_dma_mapping_error(dev, dma))
 		goto free_bufs;
-	pd = ib_alloc_pd(dev, 0);
-	ret = PTR_ERR_OR_ZERO(pd);
-	if (ret)
-		goto unmap;
-	cq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
-	ret = PTR_ERR_OR_ZERO(cq);
-	if (ret)
-		goto free_pd;
-	bcq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
-	ret = PTR_ERR_OR_ZERO(bcq);
-	if (ret)
-		goto free_cq;
-	a = new_rc_qp(pd, cq, NULL, 4);
-	ret = PTR_ERR_OR_ZERO(a);
-	if (ret)
-		goto free_bcq;
-	b = new_rc_qp(pd, bcq, NULL, 4);
-	ret = PTR_ERR_OR_ZERO(b);
-	if (ret)
-		goto destroy_a;
-	ret = ib_query_port(dev, 1, &port);
+	ret = pair_init(&p, dev);
 	if (!ret)
-		ret = connect_qp(a, port.lid, b->qp_num);
+		ret = post_recv_at(p.b, dma, 64, 10);
 	if (!ret)
-		ret = connect_qp(b, port.lid, a->qp_num);
-	rsge.addr = dma;
-	rsge.lkey = pd->local_dma_lkey;
-	if (!ret)
-		ret = ib_post_recv(b, &rwr, NULL);
-	if (!ret)
-		ret = post_send_at(a, (uintptr_t)vbuf, 64, 1);
+		ret = post_send_at(p.a, (uintptr_t)vbuf, 64, 1);
 	if (ret)
-		goto destroy_b;
+		goto fini;
 	ret = -EBADMSG;
-	if (!next_wc_is(cq, 1, IB_WC_LOC_PROT_ERR))
-		goto destroy_b;
-	if (ib_query_qp(a, &attr, IB_QP_STATE, &init) ||
+	if (!next_wc_is(p.cq, 1, IB_WC_LOC_PROT_ERR))
+		goto fini;
+	if (ib_query_qp(p.a, &attr, IB_QP_STATE, &init) ||
 	    attr.qp_state != IB_QPS_ERR)
-		goto destroy_b;
-	if (post_send_at(a, dma, 64, 2) || !next_wc_is(cq, 2, IB_WC_WR_FLUSH_ERR))
-		goto destroy_b;
+		goto fini;
+	if (post_send_at(p.a, dma, 64, 2) || !next_wc_is(p.cq, 2, IB_WC_WR_FLUSH_ERR))
+		goto fini;
 	ret = 0;
-destroy_b:
-	ib_destroy_qp(b);
-destroy_a:
-	ib_destroy_qp(a);
-free_bcq:
-	ib_free_cq(bcq);
-free_cq:
-	ib_free_cq(cq);
-free_pd:
-	ib_dealloc_pd(pd);
-unmap:
+fini:
+	pair_fini(&p);
 	ib_dma_unmap_single(dev, dma, 64, DMA_BIDIRECTIONAL);
 free_bufs:
 	vfree(vbuf);
 	kfree(buf);
 	return ret;
 }
+
+#define BIG	(1 << 20)
+
+/* Polls @cq for one completion for up to 10 s (in process context). */
+static bool wait_wc(struct ib_cq *cq, struct ib_wc *wc)
+{
+	unsigned long end = jiffies + 10 * HZ;
+
+	while (ib_poll_cq(cq, 1, wc) != 1) {
+		if (time_after(jiffies, end))
+			return false;
+		usleep_range(100, 1000);
+	}
+	return true;
+}
+
+/*
+ * A kernel consumer may post from atomic context: a 1 MiB SEND posted with
+ * interrupts off must not be copied there. The post returns before its
+ * completion exists; the QP's worker moves the data, intact.
+ */
+static int check_atomic_post_defers(struct ib_device *dev)
+{
+	unsigned long flags;
+	struct ib_wc swc, rwc;
+	struct pair p;
+	u8 *src, *dst;
+	u64 sdma, ddma;
+	int ret = -ENOMEM, early;
+
+	src = kmalloc(BIG, GFP_KERNEL);
+	dst = kzalloc(BIG, GFP_KERNEL);
+	if (!src || !dst)
+		goto free_bufs;
+	get_random_bytes(src, BIG);
+	ret = -EIO;
+	sdma = ib_dma_map_single(dev, src, BIG, DMA_TO_DEVICE);
+	if (ib_dma_mapping_error(dev, sdma))
+		goto free_bufs;
+	ddma = ib_dma_map_single(dev, dst, BIG, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(dev, ddma))
+		goto unmap_src;
+	ret = pair_init(&p, dev);
+	if (!ret)
+		ret = post_recv_at(p.b, ddma, BIG, 20);
+	if (ret)
+		goto fini;
+	local_irq_save(flags);
+	ret = post_send_at(p.a, sdma, BIG, 21);
+	early = ib_poll_cq(p.cq, 1, &swc);
+	local_irq_restore(flags);
+	if (ret)
+		goto fini;
+	ret = -EBADMSG;
+	if (early || !wait_wc(p.cq, &swc) || !wait_wc(p.bcq, &rwc))
+		goto fini;
+	if (swc.wr_id != 21 || swc.status != IB_WC_SUCCESS ||
+	    rwc.wr_id != 20 || rwc.status != IB_WC_SUCCESS ||
+	    rwc.byte_len != BIG || memcmp(src, dst, BIG))
+		goto fini;
+	ret = 0;
+fini:
+	pair_fini(&p);
+	ib_dma_unmap_single(dev, ddma, BIG, DMA_FROM_DEVICE);
+unmap_src:
+	ib_dma_unmap_single(dev, sdma, BIG, DMA_TO_DEVICE);
+free_bufs:
+	kfree(dst);
+	kfree(src);
+	return ret;
+}
+
+/* Prints TAP line @n for a check that returned @ret, and counts it. */
+static void __init report(int n, int ret, const char *what)
+{
+	total_tests++;
+	if (ret)
+		failed_tests++;
+	pr_info("%sok %d - kernel consumer%s (%d)\n", ret ? "not " : "", n, what, ret);
+}
+
+#define MSGS	__stringify(NMSG) " messages"
 
 static void __init selftest(void)
 {
@@ -490,41 +598,27 @@ static void __init selftest(void)
 		bool srq;
 		const char *name;
 	} runs[] = {
-		{ IB_POLL_DIRECT, false, "direct" },
-		{ IB_POLL_SOFTIRQ, false, "softirq" },
-		{ IB_POLL_WORKQUEUE, false, "workqueue" },
-		{ IB_POLL_WORKQUEUE, true, "workqueue, receives from an SRQ" },
+		{ IB_POLL_DIRECT, false, ", poll context direct: " MSGS },
+		{ IB_POLL_SOFTIRQ, false, ", poll context softirq: " MSGS },
+		{ IB_POLL_WORKQUEUE, false, ", poll context workqueue: " MSGS },
+		{ IB_POLL_WORKQUEUE, true,
+		  ", poll context workqueue, receives from an SRQ: " MSGS },
 	};
 	struct ib_device *dev;
-	int i, ret;
+	int i;
 
 	dev = ib_device_get_by_name(DEVICE_NAME, RDMA_DRIVER_UNKNOWN);
 	if (!dev) {
-		pr_info("not ok 1 - %s not found\n", DEVICE_NAME);
-		total_tests++;
-		failed_tests++;
+		report(1, -ENODEV, ": " DEVICE_NAME " found");
 		return;
 	}
-	for (i = 0; i < ARRAY_SIZE(runs); i++) {
-		ret = run_context(dev, runs[i].ctx, runs[i].srq);
-		total_tests++;
-		if (ret)
-			failed_tests++;
-		pr_info("%sok %d - kernel consumer, poll context %s: %d messages (%d)\n",
-			ret ? "not " : "", i + 1, runs[i].name, NMSG, ret);
-	}
-	ret = check_bad_wr(dev);
-	total_tests++;
-	if (ret)
-		failed_tests++;
-	pr_info("%sok %d - kernel consumer: bad_wr names the first WR not posted (%d)\n",
-		ret ? "not " : "", ++i, ret);
-	ret = check_error_enters_err(dev);
-	total_tests++;
-	if (ret)
-		failed_tests++;
-	pr_info("%sok %d - kernel consumer: an error completion puts the QP in ERR (%d)\n",
-		ret ? "not " : "", ++i, ret);
+	for (i = 0; i < ARRAY_SIZE(runs); i++)
+		report(i + 1, run_context(dev, runs[i].ctx, runs[i].srq), runs[i].name);
+	report(++i, check_bad_wr(dev), ": bad_wr names the first WR not posted");
+	report(++i, check_error_enters_err(dev),
+	       ": an error completion puts the QP in ERR");
+	report(++i, check_atomic_post_defers(dev),
+	       ": a 1 MiB post with IRQs off is left to the worker");
 	ib_device_put(dev);
 }
 
