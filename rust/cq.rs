@@ -4,7 +4,6 @@
 //! the delivery of the events the ring asks for, outside that lock.
 
 use crate::{
-    device::Rsoft,
     ib::{self, CqArm, CqRef, IrqSpinLock, Wc, WcSink},
     new_irq_spinlock,
     ring::{Arm, Overrun, Pushed, Ring, TooSmall},
@@ -29,10 +28,9 @@ fn storage(capacity: u32) -> Result<KVVec<Wc>> {
 }
 
 /// An event a push asked for, delivered once the pusher's locks are gone.
-#[derive(Clone, Copy)]
 pub(crate) enum CqEvent {
-    Completion(CqRef<Rsoft>),
-    Error(CqRef<Rsoft>),
+    Completion(CqRef<RsoftCq>),
+    Error(CqRef<RsoftCq>),
 }
 
 impl CqEvent {
@@ -48,6 +46,7 @@ impl CqEvent {
                 cq
             }
         };
+        // The event's hold keeps the CQ until this is done.
         let data = cq.data();
         let wake = data.ring.lock().event_done();
         if wake {
@@ -74,20 +73,20 @@ impl RsoftCq {
     }
 
     /// Queues `wc` on `cq`. `event`: it satisfies a solicited arming.
-    pub(crate) fn push(cq: CqRef<Rsoft>, wc: Wc, event: bool) -> Outcome {
+    pub(crate) fn push(cq: &CqRef<RsoftCq>, wc: Wc, event: bool) -> Outcome {
         let pushed = cq.data().ring.lock().push(wc, event);
         let (raise, overran) = match pushed {
             Pushed::Queued { raise } | Pushed::Overwrote { raise } => (raise, false),
             Pushed::Overrun { raise } => {
                 return Outcome {
-                    event: raise.then_some(CqEvent::Error(cq)),
+                    event: raise.then(|| CqEvent::Error(cq.clone())),
                     overran: true,
                 };
             }
             Pushed::Dropped => (false, true),
         };
         Outcome {
-            event: raise.then_some(CqEvent::Completion(cq)),
+            event: raise.then(|| CqEvent::Completion(cq.clone())),
             overran,
         }
     }

@@ -13,7 +13,7 @@ use crate::{
     mr::{MrEntry, MrKey},
     net::Net,
     qp::{QpShared, QpUse, Qpn},
-    srq::SrqShared,
+    srq::{Srq, SrqShared},
     wq::{WorkQueue, Wqe},
 };
 use core::sync::atomic::{AtomicU32, Ordering};
@@ -147,11 +147,6 @@ fn push_receives(rq: &mut WorkQueue, wrs: &mut ib::RecvWrs<'_>) -> Result {
     Ok(())
 }
 
-/// A shared receive queue as the core holds it.
-pub(crate) struct Srq {
-    pub(crate) shared: Arc<SrqShared>,
-}
-
 #[vtable]
 impl ib::Verbs for Rsoft {
     type Device = RsoftDevice;
@@ -259,6 +254,10 @@ impl ib::Verbs for Rsoft {
         dev.cqs.fetch_sub(1, Ordering::Relaxed);
     }
 
+    fn purge_cq(cq: &RsoftCq, qp: ib::QpId) {
+        cq.purge(qp);
+    }
+
     fn poll_cq(cq: &RsoftCq, out: &mut ib::WcSink<'_>) -> Result {
         cq.poll(out)
     }
@@ -281,7 +280,7 @@ impl ib::Verbs for Rsoft {
 
     fn new_qp(
         dev: &RsoftDevice,
-        attr: &mut ib::QpInitAttr<Rsoft>,
+        attr: &mut ib::QpInitAttr<'_, Rsoft>,
     ) -> Result<(u32, impl PinInit<Qp, Error>)> {
         let cap = &mut attr.cap;
         cap.max_send_wr = queue_size(cap.max_send_wr, limits::MAX_QP_WR)?;
@@ -340,13 +339,7 @@ impl ib::Verbs for Rsoft {
         let qp = &qp.shared;
         dev.net.remove_qp(qp.qpn);
         // Whoever still runs or completes on the QP finishes first.
-        let [send_cq, recv_cq] = qp.close();
-        // uverbs reads wc->qp of every CQE it polls: none may outlive the
-        // QP.
-        send_cq.data().purge(qp.id());
-        if !recv_cq.same(&send_cq) {
-            recv_cq.data().purge(qp.id());
-        }
+        qp.close();
         // A peer waiting on RNR for this QP now gets no answer.
         let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
         if qp.qp_type != QpType::Ud && peer != qp.qpn {

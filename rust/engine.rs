@@ -7,15 +7,14 @@
 //! delivered once the step holds no lock.
 
 use crate::{
-    counters::Counter,
-    cq::{CqEvent, Outcome, RsoftCq},
-    device::Rsoft,
-    ib::{CqRef, QpState, Wc, WcOpcode, WcStatus},
+    complete::{self, After},
+    ib::{QpState, Wc, WcOpcode, WcStatus},
     net::Net,
-    qp::QpUse,
+    qp::{QpShared, QpUse},
     transport,
 };
 use core::sync::atomic::Ordering;
+use kernel::{sync::Arc, workqueue::WorkItem};
 
 /// The calling context: whether it may sleep (a system call on a user QP)
 /// or not (a kernel consumer, which may post from any context), and
@@ -57,33 +56,13 @@ enum Next {
     Defer,
 }
 
-/// What a step leaves to do once it holds no lock: events to deliver, and
-/// another QP to run (a peer it moved to the error state, or one whose
-/// flush waited for the receive it completed).
-#[derive(Default)]
-pub(crate) struct After {
-    events: [Option<CqEvent>; 2],
-    kick: Option<QpUse>,
-}
+/// The QP's worker: runs what its poster left to it ([`QpUse::defer`]).
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
 
-impl After {
-    fn add(&mut self, event: Option<CqEvent>) {
-        if let Some(slot) = self.events.iter_mut().find(|e| e.is_none()) {
-            *slot = event;
-        }
-    }
-
-    /// Asks for `qp` to be run after the step.
-    pub(crate) fn kick(&mut self, qp: QpUse) {
-        self.kick = Some(qp);
-    }
-
-    fn finish(self, net: &Net, ctx: Ctx) {
-        for event in self.events.into_iter().flatten() {
-            event.deliver();
-        }
-        if let Some(qp) = self.kick {
-            kick(net, &qp, ctx);
+    fn run(this: Arc<QpShared>) {
+        if let Some(qp) = this.enter() {
+            kick(&qp.net, &qp, Ctx::WORKER);
         }
     }
 }
@@ -101,7 +80,9 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
             loop {
                 let mut after = After::default();
                 let next = step(net, qp, ctx, &mut after);
-                after.finish(net, ctx);
+                if let Some(other) = after.finish() {
+                    kick(net, &other, ctx);
+                }
                 match next {
                     Next::More => {}
                     Next::Idle => break,
@@ -147,7 +128,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
     if !ctx.worker && head.bytes() > INLINE_MAX {
         return Next::Defer;
     }
-    more(transport::send(net, qp, &head, ctx, after))
+    more(transport::send(net, qp, &head, ctx.may_sleep, after))
 }
 
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends
@@ -179,53 +160,6 @@ fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
         opcode,
         ..Wc::EMPTY
     };
-    complete(net, qp, cq, wc, false, after);
+    complete::complete(net, qp, cq, wc, false, after);
     true
-}
-
-/// Pushes `wc` to `cq` and counts it. Returns whether its QP must enter
-/// the error state: the completion is in error, or its CQ could not take
-/// it. This is the one place that rule lives.
-pub(crate) fn push(
-    net: &Net,
-    cq: CqRef<Rsoft>,
-    wc: Wc,
-    solicited: bool,
-    after: &mut After,
-) -> bool {
-    let error = wc.status != WcStatus::Success;
-    let Outcome { event, overran } = RsoftCq::push(cq, wc, solicited || error);
-    let c = &net.counters;
-    if overran {
-        c.add(Counter::CqOverruns, 1);
-    } else {
-        c.add(Counter::Cqes, 1);
-        c.add(Counter::ErrorCompletions, error.into());
-    }
-    c.add(
-        Counter::CompletionEvents,
-        matches!(event, Some(CqEvent::Completion(_))).into(),
-    );
-    after.add(event);
-    error || overran
-}
-
-/// Pushes `wc` to `cq`, a CQ of `qp`, and puts `qp` in the error state if
-/// [`push`] says so: every later WR of the QP flushes. Returns whether `qp`
-/// entered the error state now.
-pub(crate) fn complete(
-    net: &Net,
-    qp: &QpUse,
-    cq: CqRef<Rsoft>,
-    wc: Wc,
-    solicited: bool,
-    after: &mut After,
-) -> bool {
-    if !push(net, cq, wc, solicited, after) {
-        return false;
-    }
-    let mut inner = qp.inner.lock();
-    let was = inner.state;
-    qp.enter_error(&mut inner);
-    was != QpState::Error
 }

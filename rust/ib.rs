@@ -15,6 +15,7 @@ mod counters;
 mod cq;
 mod device;
 mod event;
+mod hold;
 mod irq_lock;
 mod layout;
 mod mr;

@@ -5,28 +5,29 @@
 //! QP.
 //!
 //! A QP is shared (`Arc`) between the core's object, the device's QP table
-//! and whoever runs it; its [`Gate`] is what keeps its CQs valid: every
-//! user is a [`QpUse`], and `destroy_qp` closes the gate and waits for the
-//! last one before the core may destroy the CQs.
+//! and whoever runs it. It holds its CQs ([`CqRef`]): the `ib` layer keeps
+//! the QP's memory until the last `Arc` is gone. Its [`Gate`] says who may
+//! still work on it: every user is a [`QpUse`], and `destroy_qp` closes the
+//! gate and waits for the last one, so that no completion naming the QP is
+//! made after the `ib` layer purges them.
 
 use crate::{
-    device::Rsoft,
-    engine::{self, Ctx},
+    cq::RsoftCq,
     gate::Gate,
     ib::{
         CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
-        QpType,
+        QpType, Verbs,
     },
     net::Net,
     new_irq_spinlock,
-    srq::SrqShared,
+    srq::{Srq, SrqShared},
     wq::WorkQueue,
 };
 use core::{ops::Deref, sync::atomic::AtomicBool};
 use kernel::{
     prelude::*,
     sync::Arc,
-    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
+    workqueue::{self, impl_has_work, new_work, Work},
 };
 
 /// A QP number; QP numbers start at [`Qpn::BASE`] (0 and 1 are the IB
@@ -83,8 +84,8 @@ pub(crate) struct QpShared {
     pub(crate) sq_sig_all: bool,
     /// Posts come from a system call: running the QP may sleep.
     pub(crate) user: bool,
-    send_cq: CqRef<Rsoft>,
-    recv_cq: CqRef<Rsoft>,
+    send_cq: CqRef<RsoftCq>,
+    recv_cq: CqRef<RsoftCq>,
     /// The SRQ the QP takes its receives from.
     pub(crate) srq: Option<Arc<SrqShared>>,
     notifier: QpNotifier,
@@ -96,7 +97,8 @@ pub(crate) struct QpShared {
     pub(crate) running: AtomicBool,
     /// There may be new work for whoever runs the QP.
     pub(crate) pending: AtomicBool,
-    /// Runs the QP where the poster should not (see [`QpUse::defer`]).
+    /// Runs the QP where the poster should not (see [`QpUse::defer`]; the
+    /// engine runs it).
     #[pin]
     work: Work<QpShared>,
 }
@@ -105,19 +107,13 @@ impl_has_work! {
     impl HasWork<Self> for QpShared { self.work }
 }
 
-impl WorkItem for QpShared {
-    type Pointer = Arc<QpShared>;
-
-    fn run(this: Arc<QpShared>) {
-        // The gate was entered for this run when it was queued.
-        let qp = QpUse(this);
-        engine::kick(&qp.net, &qp, Ctx::WORKER);
-    }
-}
-
 impl QpShared {
     /// A QP in the RESET state, numbered `qpn`.
-    pub(crate) fn new(net: Arc<Net>, attr: &QpInitAttr<Rsoft>, qpn: Qpn) -> Result<Arc<Self>> {
+    pub(crate) fn new<V: Verbs<Cq = RsoftCq, Srq = Srq>>(
+        net: Arc<Net>,
+        attr: &QpInitAttr<'_, V>,
+        qpn: Qpn,
+    ) -> Result<Arc<Self>> {
         let cap = attr.cap;
         let inner = QpInner {
             state: QpState::Reset,
@@ -127,7 +123,7 @@ impl QpShared {
             rq_busy: 0,
             sq_epoch: 0,
         };
-        let srq = attr.srq.as_ref().map(|srq| srq.data().shared.clone());
+        let srq = attr.srq.map(|srq| srq.shared.clone());
         Arc::pin_init(
             try_pin_init!(Self {
                 net,
@@ -138,10 +134,10 @@ impl QpShared {
                 cap,
                 sq_sig_all: attr.sq_sig_all,
                 user: attr.user,
-                send_cq: attr.send_cq,
-                recv_cq: attr.recv_cq,
+                send_cq: attr.send_cq.clone(),
+                recv_cq: attr.recv_cq.clone(),
                 srq,
-                notifier: attr.notifier,
+                notifier: attr.notifier.clone(),
                 inner <- new_irq_spinlock!(inner, "rsoft_qp"),
                 gate <- Gate::new(),
                 running: AtomicBool::new(false),
@@ -158,14 +154,12 @@ impl QpShared {
     }
 
     /// Closes the QP to new users and waits for those inside; after this
-    /// nothing reaches its CQs through it. Returns the CQs (send, then
-    /// receive; maybe one CQ twice), for the purge of the QP's CQEs.
-    /// Sleeps.
-    pub(crate) fn close(&self) -> [CqRef<Rsoft>; 2] {
+    /// nothing completes on its CQs through it. Sleeps.
+    pub(crate) fn close(&self) {
         self.gate.close();
-        // A run that left the gate may still be returning.
+        // Only a user queues the worker, so none can be queued from now
+        // on; wait for one queued before, or still returning.
         crate::ib::flush_work(&self.work);
-        [self.send_cq, self.recv_cq]
     }
 
     /// Whether the QP is being destroyed: a long transfer should stop.
@@ -216,16 +210,16 @@ impl QpInner {
     }
 }
 
-/// A user of a QP: while it lives, the QP's CQs and SRQ are valid.
+/// A user of a QP: while it lives, the QP's destroy waits.
 pub(crate) struct QpUse(Arc<QpShared>);
 
 impl QpUse {
-    pub(crate) fn send_cq(&self) -> CqRef<Rsoft> {
-        self.0.send_cq
+    pub(crate) fn send_cq(&self) -> &CqRef<RsoftCq> {
+        &self.0.send_cq
     }
 
-    pub(crate) fn recv_cq(&self) -> CqRef<Rsoft> {
-        self.0.recv_cq
+    pub(crate) fn recv_cq(&self) -> &CqRef<RsoftCq> {
+        &self.0.recv_cq
     }
 
     /// Moves the QP (whose lock `inner` is) to the error state: every later
@@ -256,19 +250,14 @@ impl QpUse {
         &self.0
     }
 
-    /// Has the QP run by a worker: it may sleep and runs on whichever CPU
-    /// is free, so the poster goes on (or a kernel poster in atomic context
-    /// is not held up by a long copy). Nothing happens if the QP is being
-    /// destroyed; its destroy waits for a queued run.
+    /// Has the QP run by its worker: it may sleep and runs on whichever
+    /// CPU is free, so the poster goes on (or a kernel poster in atomic
+    /// context is not held up by a long copy). The run enters the QP like
+    /// any user; one queued while the QP closes finds it closed, and
+    /// [`QpShared::close`] waits for it.
     pub(crate) fn defer(&self) {
-        if !self.0.gate.enter() {
-            return;
-        }
-        // The entry goes with the work item, whose run adopts it.
-        if let Err(arc) = workqueue::system_unbound().enqueue(self.0.clone()) {
-            // Already queued: that run will do this one's job.
-            drop(QpUse(arc));
-        }
+        // Already queued: that run will do this one's job.
+        let _ = workqueue::system_unbound().enqueue(self.0.clone());
     }
 }
 

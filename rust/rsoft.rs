@@ -9,6 +9,7 @@
 
 use kernel::prelude::*;
 
+mod complete;
 mod copy;
 mod counters;
 mod cq;

@@ -10,6 +10,11 @@ use crate::{
 };
 use kernel::{prelude::*, sync::Arc};
 
+/// A shared receive queue as the core holds it.
+pub(crate) struct Srq {
+    pub(crate) shared: Arc<SrqShared>,
+}
+
 /// What changes under the SRQ's lock.
 pub(crate) struct SrqInner {
     pub(crate) rq: WorkQueue,

@@ -7,8 +7,8 @@
 //! completions of concurrent senders in order).
 
 use crate::{
+    complete::{self, After},
     copy::{check_sges, copy_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
-    engine::{self, After, Ctx},
     grh::{self, GRH_LEN},
     ib::{
         Access, Datagram, PdId, QpQuery, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus,
@@ -115,10 +115,10 @@ fn receive_at<R>(
 
 /// Executes or fails the head send WQE of `qp` (copied as `head`).
 /// Returns whether there may be more to do.
-pub(crate) fn send(net: &Net, qp: &QpUse, head: &Head, ctx: Ctx, after: &mut After) -> bool {
+pub(crate) fn send(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &mut After) -> bool {
     match qp.qp_type {
         QpType::Ud => send_datagram(net, qp, head, after),
-        QpType::Rc | QpType::Uc => send_connected(net, qp, head, ctx, after),
+        QpType::Rc | QpType::Uc => send_connected(net, qp, head, may_sleep, after),
     }
 }
 
@@ -267,7 +267,7 @@ fn status_of(moved: Result) -> WcStatus {
 
 /// RC and UC: checks the request, has the responder judge it, executes it
 /// and completes it.
-fn send_connected(net: &Net, qp: &QpUse, head: &Head, ctx: Ctx, after: &mut After) -> bool {
+fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &mut After) -> bool {
     // Reads and atomics write their result into the local SGEs.
     let local = match head.wqe.op {
         SendOp::Send | SendOp::RdmaWrite(_) => Access::LOCAL_READ,
@@ -308,7 +308,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, ctx: Ctx, after: &mut Afte
         Verdict::Execute => {
             let stop = || qp.is_closing() || dest.is_closing();
             let pace = Pace {
-                may_sleep: ctx.may_sleep,
+                may_sleep,
                 stop: &stop,
             };
             let status = status_of(move_data(net, head, recv.as_ref(), len, &pace));
@@ -406,7 +406,7 @@ fn complete_recv(
     after: &mut After,
 ) {
     let wc = recv_wc(net, from, dest, &recv, head, status, len);
-    let mut kick = engine::complete(net, dest, dest.recv_cq(), wc, head.wqe.solicited, after);
+    let mut kick = complete::complete(net, dest, dest.recv_cq(), wc, head.wqe.solicited, after);
     if recv.own {
         let mut d = dest.inner.lock();
         d.rq_busy = d.rq_busy.saturating_sub(1);
@@ -459,7 +459,7 @@ fn finish_send(
         ..Wc::EMPTY
     };
     // An error leaves the QP to flush.
-    engine::complete(net, qp, qp.send_cq(), wc, false, after) || more
+    complete::complete(net, qp, qp.send_cq(), wc, false, after) || more
 }
 
 /// UD: delivers the datagram `head` if it reaches a ready receive, and
@@ -539,7 +539,7 @@ fn deliver(
         checked
     };
     let wc = recv_wc(net, qp, dest, &recv, head, status, len);
-    if engine::push(net, dest.recv_cq(), wc, head.wqe.solicited, after) {
+    if complete::push(net, dest.recv_cq(), wc, head.wqe.solicited, after) {
         dest.enter_error(&mut dl);
         drop(dl);
         if let Some(dest) = dest.arc().enter() {

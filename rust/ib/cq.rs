@@ -4,9 +4,10 @@
 //! produces them, and the handle through which it raises CQ events.
 
 use super::{
-    bindings, eopnotsupp, event::Notifier, object::CoreObject, qp::QpId, verbs::Adapter, Verbs,
+    bindings, eopnotsupp, event::Notifier, hold::Hold, object::CoreObject, qp::QpId,
+    verbs::Adapter, Verbs,
 };
-use core::{marker::PhantomData, ptr::NonNull};
+use core::marker::PhantomData;
 use kernel::{error::from_result, ffi, prelude::*};
 
 /// What a consumer asked for in `create_cq`.
@@ -166,58 +167,55 @@ impl WcSink<'_> {
     }
 }
 
-/// A CQ the core created on a device whose verbs are `T`'s.
+/// A hold on a CQ whose driver data is a `C`: a QP's hold on its CQs, or a
+/// pending event's. The CQ's destroy verb waits until every hold is dropped
+/// before it drops the driver's data.
 ///
 /// # Invariants
 ///
-/// `cq` is a live CQ of such a device with initialised driver data. Holders
-/// (QPs) keep it live: the core refuses to destroy a CQ that QPs use.
-pub(crate) struct CqRef<T: Verbs> {
-    cq: NonNull<bindings::ib_cq>,
-    _verbs: PhantomData<T>,
+/// `hold` holds a CQ created with initialised data of type `C`.
+pub(crate) struct CqRef<C> {
+    hold: Hold<bindings::ib_cq>,
+    _data: PhantomData<fn() -> C>,
 }
 
-impl<T: Verbs> Clone for CqRef<T> {
+impl<C> Clone for CqRef<C> {
     fn clone(&self) -> Self {
-        *self
+        // INVARIANT: the same CQ.
+        Self {
+            hold: self.hold.clone(),
+            _data: PhantomData,
+        }
     }
 }
-impl<T: Verbs> Copy for CqRef<T> {}
 
-// SAFETY: the handle is a pointer to an object shared by design; the driver
-// data it reaches is `Sync`.
-unsafe impl<T: Verbs> Send for CqRef<T> {}
-// SAFETY: as for `Send`.
-unsafe impl<T: Verbs> Sync for CqRef<T> {}
-
-impl<T: Verbs> CqRef<T> {
+impl<C: Sync> CqRef<C> {
     /// # Safety
     ///
-    /// `cq` is a live CQ of a `T` device whose data is initialised, and
-    /// stays so while the handle is used.
+    /// `cq` is NULL or a live CQ whose driver data, of type `C`, is
+    /// initialised.
     pub(super) unsafe fn from_raw(cq: *mut bindings::ib_cq) -> Option<Self> {
+        // SAFETY: per the function's contract; the CQ's destroy has not
+        // started, as it is live.
+        let hold = unsafe { Hold::new(cq) }?;
         // INVARIANT: per the function's contract.
-        NonNull::new(cq).map(|cq| Self {
-            cq,
-            _verbs: PhantomData,
+        Some(Self {
+            hold,
+            _data: PhantomData,
         })
     }
 
     /// The driver's data of this CQ.
-    pub(crate) fn data(&self) -> Pin<&T::Cq> {
-        // SAFETY: by the type invariant the CQ and its data are live.
-        unsafe { CoreObject::<bindings::ib_cq, T::Cq>::data(self.cq.as_ptr()) }
-    }
-
-    /// Whether two handles name the same CQ.
-    pub(crate) fn same(&self, other: &Self) -> bool {
-        self.cq == other.cq
+    pub(crate) fn data(&self) -> Pin<&C> {
+        // SAFETY: by the type invariant the data was initialised as a `C`,
+        // and `destroy_cq` drops it only once no hold is left.
+        unsafe { CoreObject::<bindings::ib_cq, C>::data(self.hold.as_ptr()) }
     }
 
     /// Calls the consumer's completion handler. Never with a CQ lock held.
     pub(crate) fn completion_event(&self) {
-        let cq = self.cq.as_ptr();
-        // SAFETY: the CQ is live; the core set `comp_handler` and
+        let cq = self.hold.as_ptr();
+        // SAFETY: the CQ is held; the core set `comp_handler` and
         // `cq_context` before `create_cq` and never changes them.
         unsafe {
             if let Some(handler) = (*cq).comp_handler {
@@ -228,15 +226,22 @@ impl<T: Verbs> CqRef<T> {
 
     /// Raises `IB_EVENT_CQ_ERR`. Never with a CQ lock held.
     pub(crate) fn error_event(&self) {
-        // SAFETY: the CQ is live and set up (type invariant) while `self`
-        // is used, and the notifier does not outlive this call.
-        if let Some(notifier) = unsafe { Notifier::new(self.cq.as_ptr()) } {
-            notifier.raise(bindings::ib_event_type_IB_EVENT_CQ_ERR);
-        }
+        Notifier::from_hold(self.hold.clone()).raise(bindings::ib_event_type_IB_EVENT_CQ_ERR);
     }
 }
 
 type CqObject<T> = CoreObject<bindings::ib_cq, <T as Verbs>::Cq>;
+
+/// The driver's data of a CQ.
+///
+/// # Safety
+///
+/// `cq` is a live CQ of a `T` device whose data is initialised, and stays
+/// so for `'a`.
+pub(super) unsafe fn data_of<'a, T: Verbs>(cq: *mut bindings::ib_cq) -> Pin<&'a T::Cq> {
+    // SAFETY: per the function's contract.
+    unsafe { CqObject::<T>::data(cq) }
+}
 
 /// `create_cq` flags rsoft knows; TIMESTAMP_COMPLETION is not supported.
 const IGNORE_OVERRUN: u32 =
@@ -283,9 +288,10 @@ impl<T: Verbs> Adapter<T> {
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
         // SAFETY: `cq` was initialised by `create_cq`; no QP uses it (the
-        // core checked); after `T::destroy_cq` no event is in flight, and
-        // the core frees the memory after this returns.
+        // core checked); once its holders are gone nothing reaches the data
+        // (`CqRef::data`), and the core frees the memory after this returns.
         unsafe {
+            CqObject::<T>::wait_unheld(cq);
             T::destroy_cq(Self::device((*cq).device), CqObject::<T>::data(cq));
             CqObject::<T>::drop_data(cq);
         }

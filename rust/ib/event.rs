@@ -3,8 +3,7 @@
 //! Affiliated asynchronous events (`struct ib_event`): how the driver
 //! tells the consumer of a CQ, QP or SRQ that something happened to it.
 
-use super::bindings;
-use core::ptr::NonNull;
+use super::{bindings, hold::Hold};
 use kernel::ffi::c_void;
 
 /// The handler an object's consumer registered (`event_handler`).
@@ -52,47 +51,54 @@ event_source!(ib_cq, cq, cq_context);
 event_source!(ib_qp, qp, qp_context);
 event_source!(ib_srq, srq, srq_context);
 
-/// Raises events about one object.
+/// Raises events about one object, which it holds: the object's destroy
+/// verb waits until the notifier is dropped. It reaches only the core's
+/// part of the object, so the object's own driver data may keep one.
 ///
 /// # Invariants
 ///
-/// `obj` is an object the core has set up (its handler and context
-/// included); the driver keeps no copy past the object's destroy verb.
+/// `hold` holds an object the core has set up, its handler and context
+/// included.
 pub(crate) struct Notifier<O> {
-    obj: NonNull<O>,
+    hold: Hold<O>,
 }
 
 impl<O> Clone for Notifier<O> {
     fn clone(&self) -> Self {
-        *self
+        // INVARIANT: the same object.
+        Self {
+            hold: self.hold.clone(),
+        }
     }
 }
-impl<O> Copy for Notifier<O> {}
-
-// SAFETY: a pointer to an object the core shares by design; events may be
-// raised from any thread.
-unsafe impl<O> Send for Notifier<O> {}
-// SAFETY: as for `Send`.
-unsafe impl<O> Sync for Notifier<O> {}
 
 impl<O: EventSource> Notifier<O> {
     /// # Safety
     ///
-    /// `obj` is as the type invariant says, for as long as the notifier
-    /// (or a copy) is used.
+    /// `obj` is NULL or a live, set up core-allocated object of the `ib`
+    /// layer whose head is initialised.
     pub(super) unsafe fn new(obj: *mut O) -> Option<Self> {
+        // SAFETY: per the function's contract.
+        let hold = unsafe { Hold::new(obj) }?;
         // INVARIANT: per the function's contract.
-        NonNull::new(obj).map(|obj| Self { obj })
+        Some(Self { hold })
+    }
+
+    /// A notifier for the object `hold` holds, which the core has set up.
+    pub(super) fn from_hold(hold: Hold<O>) -> Self {
+        // INVARIANT: holds are made only of objects handed to the driver,
+        // which the core sets up before it calls the create verb.
+        Self { hold }
     }
 
     /// Calls the consumer's handler, if any, with an event of `kind`.
     ///
     /// Handlers may run in any context (hardware raises events from
     /// interrupts) and do not call back into the driver, so the caller may
-    /// hold its locks, which is how it may keep the object alive.
+    /// hold its locks.
     pub(super) fn raise(&self, kind: bindings::ib_event_type) {
-        let this = self.obj.as_ptr();
-        // SAFETY: the object is live and set up (type invariant).
+        let this = self.hold.as_ptr();
+        // SAFETY: the object is held and set up (type invariant).
         let (handler, context, device, element) = unsafe { O::parts(this) };
         let Some(handler) = handler else {
             return;

@@ -6,22 +6,42 @@
 //! struct at the start (`INIT_RDMA_OBJ_SIZE` requires it at offset 0) and
 //! then calls the driver's create verb, which initialises the driver's part in
 //! place. The core frees the memory after the destroy verb, so the driver's
-//! part is dropped there, and never moved in between.
+//! part is dropped there, and never moved in between. The destroy verb
+//! also waits for the object's holders ([`super::hold`]) first.
 
+use super::hold::Holders;
 use core::mem::{align_of, size_of};
 use kernel::{init::PinInit, prelude::*, types::Opaque};
 
-/// The memory layout of one core-allocated object: the core's `C`, then `T`.
+/// What every core-allocated object starts with, whatever the driver's
+/// type: the core's `C` (at offset 0, as `INIT_RDMA_OBJ_SIZE` requires)
+/// and the count of the object's holders.
+#[repr(C)]
+#[pin_data]
+pub(super) struct CoreHead<C> {
+    #[pin]
+    core: Opaque<C>,
+    #[pin]
+    holders: Holders,
+}
+
+impl<C> CoreHead<C> {
+    pub(super) fn holders(&self) -> &Holders {
+        &self.holders
+    }
+}
+
+/// The memory layout of one core-allocated object: its head, then `T`.
 ///
 /// # Invariants
 ///
-/// `core` is at offset 0 (`repr(C)`); while a [`CoreObject`] is reachable
-/// through the core's pointer, `data` is initialised.
+/// `head` is at offset 0 (`repr(C)`); while a [`CoreObject`] is reachable
+/// through the core's pointer, `head` and `data` are initialised.
 #[repr(C)]
 #[pin_data]
 pub(super) struct CoreObject<C, T> {
     #[pin]
-    core: Opaque<C>,
+    head: CoreHead<C>,
     #[pin]
     data: T,
 }
@@ -34,22 +54,56 @@ impl<C, T> CoreObject<C, T> {
         size_of::<Self>()
     };
 
-    /// Initialises the driver's part of an object the core just set up.
+    /// Initialises the head of an object the core just set up, so that it
+    /// can be held before its driver data exists.
     ///
     /// # Safety
     ///
     /// `core` points to an allocation of at least [`Self::SIZE`] bytes that
     /// the core allocated for this type and has not yet handed to the driver.
-    pub(super) unsafe fn init(core: *mut C, data: impl PinInit<T, Error>) -> Result {
-        let init = try_pin_init!(Self {
+    pub(super) unsafe fn init_head(core: *mut C) {
+        let head = pin_init!(CoreHead {
             // The core has already filled in its part: keep it as it is.
             core <- Opaque::ffi_init(|_| {}),
-            data <- data,
-        }? Error);
+            holders <- Holders::new(),
+        });
         // SAFETY: per the function's contract `core` is the start of a
         // suitably sized, aligned allocation that nobody else uses yet, and
-        // it stays where it is until the core frees it (after `drop_data`).
-        unsafe { init.__pinned_init(core.cast::<Self>()) }
+        // it stays where it is until the core frees it; the head is at
+        // offset 0.
+        let Ok(()) = unsafe { head.__pinned_init(core.cast::<CoreHead<C>>()) };
+    }
+
+    /// Initialises the driver's part of an object whose head is
+    /// initialised. On failure the object holds no driver data; holds made
+    /// of it must be waited for ([`Self::wait_unheld`]) before the core may
+    /// free it.
+    ///
+    /// # Safety
+    ///
+    /// `core` was passed to [`Self::init_head`] and its data is not
+    /// initialised.
+    pub(super) unsafe fn init_data(core: *mut C, data: impl PinInit<T, Error>) -> Result {
+        let this = core.cast::<Self>();
+        // SAFETY: per the function's contract the data's place is allocated,
+        // aligned and unused, and stays where it is until the core frees it
+        // (after `drop_data`).
+        unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*this).data)) }
+    }
+
+    /// Initialises an object the core just set up: its head, then its
+    /// driver data.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::init_head`].
+    pub(super) unsafe fn init(core: *mut C, data: impl PinInit<T, Error>) -> Result {
+        // SAFETY: per the function's contract; no hold exists yet, so a
+        // failure leaves nothing to wait for.
+        unsafe {
+            Self::init_head(core);
+            Self::init_data(core, data)
+        }
     }
 
     /// Returns the driver's part of a live object.
@@ -65,7 +119,19 @@ impl<C, T> CoreObject<C, T> {
         unsafe { Pin::new_unchecked(&(*this).data) }
     }
 
-    /// Drops the driver's part before the core frees the memory.
+    /// Waits until the object has no holder left. Sleeps.
+    ///
+    /// # Safety
+    ///
+    /// `core` was passed to a successful [`Self::init`], and the core has
+    /// not freed it.
+    pub(super) unsafe fn wait_unheld(core: *mut C) {
+        // SAFETY: per the function's contract the head is initialised.
+        unsafe { (*core.cast::<Self>()).head.holders().wait() };
+    }
+
+    /// Drops the driver's part, then waits until the object has no holder
+    /// left: after this the core may free the memory. Sleeps.
     ///
     /// # Safety
     ///
@@ -75,5 +141,8 @@ impl<C, T> CoreObject<C, T> {
         // SAFETY: by the contract `data` is initialised and unused; it is
         // dropped in place, never moved.
         unsafe { core::ptr::drop_in_place(core::ptr::addr_of_mut!((*this).data)) };
+        // SAFETY: the head stays initialised until the core frees the
+        // memory, which it does only after this returns.
+        unsafe { Self::wait_unheld(core) };
     }
 }

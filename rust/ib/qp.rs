@@ -6,12 +6,12 @@
 use super::{
     ah::{self, Address},
     bindings,
-    cq::CqRef,
+    cq::{self, CqRef},
     eopnotsupp,
     event::Notifier,
     mr::Access,
     object::CoreObject,
-    srq::SrqRef,
+    srq,
     verbs::Adapter,
     Verbs,
 };
@@ -141,8 +141,8 @@ impl QpCap {
     }
 }
 
-/// What a consumer asked for in `create_qp`.
-pub(crate) struct QpInitAttr<T: Verbs> {
+/// What a consumer asked for in `create_qp`, for the length of the call.
+pub(crate) struct QpInitAttr<'a, T: Verbs> {
     pub(crate) id: QpId,
     pub(crate) pd: PdId,
     pub(crate) qp_type: QpType,
@@ -150,10 +150,12 @@ pub(crate) struct QpInitAttr<T: Verbs> {
     pub(crate) cap: QpCap,
     /// Every send WR completes with a CQE (`IB_SIGNAL_ALL_WR`).
     pub(crate) sq_sig_all: bool,
-    pub(crate) send_cq: CqRef<T>,
-    pub(crate) recv_cq: CqRef<T>,
+    /// Holds of the CQs, for the QP to keep.
+    pub(crate) send_cq: CqRef<T::Cq>,
+    pub(crate) recv_cq: CqRef<T::Cq>,
     /// Where receives come from instead of the QP's own queue.
-    pub(crate) srq: Option<SrqRef<T>>,
+    pub(crate) srq: Option<Pin<&'a T::Srq>>,
+    /// The QP's own notifier: the QP's destroy waits for it to be dropped.
     pub(crate) notifier: QpNotifier,
     /// Created through uverbs: its posts come from system calls of a
     /// process, which may sleep (a kernel consumer may post from any
@@ -553,6 +555,8 @@ impl<T: Verbs> Adapter<T> {
                 else {
                     return Err(EINVAL);
                 };
+                // The QP's notifier holds it from now on.
+                QpObject::<T>::init_head(qp);
                 let mut attr = QpInitAttr {
                     id: QpId(qp),
                     pd: PdId::new((*qp).pd),
@@ -563,20 +567,26 @@ impl<T: Verbs> Adapter<T> {
                     recv_cq,
                     // The core checked the SRQ is ours and holds it while
                     // the QP exists.
-                    srq: SrqRef::from_raw(init.srq),
-                    // The core set the QP up before calling us; the driver
-                    // forgets the QP in `destroy_qp`.
+                    srq: srq::data_of::<T>(init.srq),
+                    // The core set the QP up before calling us.
                     notifier: QpNotifier::new(qp).ok_or(EINVAL)?,
                     user: !udata.is_null(),
                 };
                 let dev = Self::device((*qp).device);
-                let (qpn, data) = T::new_qp(dev, &mut attr)?;
-                if let Err(e) = QpObject::<T>::init(qp, data) {
-                    T::forget_qp(dev, qpn);
-                    return Err(e);
-                }
+                let created = T::new_qp(dev, &mut attr).and_then(|(qpn, data)| {
+                    QpObject::<T>::init_data(qp, data)
+                        .inspect_err(|_| T::forget_qp(dev, qpn))
+                        .map(|()| qpn)
+                });
+                let cap = attr.cap;
+                drop(attr);
+                let qpn = created.inspect_err(|_| {
+                    // The core frees the QP on failure: whatever the driver
+                    // kept of it goes first.
+                    QpObject::<T>::wait_unheld(qp);
+                })?;
                 (*qp).qp_num = qpn;
-                attr.cap.write_to(&mut init.cap);
+                cap.write_to(&mut init.cap);
             }
             Ok(0)
         })
@@ -660,11 +670,20 @@ impl<T: Verbs> Adapter<T> {
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
         // SAFETY: `qp` was initialised by `create_qp`; the core frees it
-        // after this returns, so every reference to it goes first.
+        // after this returns, so every reference to it goes first: the
+        // driver's data and its holds (`drop_data` waits for them), then the
+        // completions naming it. Its CQs are live and ours: the core holds
+        // them until after this returns.
         unsafe {
             let dev = Self::device((*qp).device);
             T::destroy_qp(dev, QpObject::<T>::data(qp));
             QpObject::<T>::drop_data(qp);
+            // uverbs reads `wc->qp` of every completion it polls.
+            let (send_cq, recv_cq) = ((*qp).send_cq, (*qp).recv_cq);
+            T::purge_cq(cq::data_of::<T>(send_cq).get_ref(), QpId(qp));
+            if recv_cq != send_cq {
+                T::purge_cq(cq::data_of::<T>(recv_cq).get_ref(), QpId(qp));
+            }
         }
         0
     }

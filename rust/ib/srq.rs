@@ -11,7 +11,6 @@ use super::{
     verbs::Adapter,
     Verbs,
 };
-use core::{marker::PhantomData, ptr::NonNull};
 use kernel::{error::from_result, ffi, prelude::*};
 
 /// Sizes and limit of an SRQ (`struct ib_srq_attr`).
@@ -31,35 +30,16 @@ pub(crate) struct SrqModify {
     pub(crate) limit: Option<u32>,
 }
 
-/// An SRQ the core created on a device whose verbs are `T`'s, as a QP
-/// created on it names it.
+/// The driver's data of an SRQ that a QP being created names, for the
+/// length of the `create_qp` call.
 ///
-/// # Invariants
+/// # Safety
 ///
-/// `srq` is a live SRQ of such a device with initialised driver data.
-pub(crate) struct SrqRef<T: Verbs> {
-    srq: NonNull<bindings::ib_srq>,
-    _verbs: PhantomData<T>,
-}
-
-impl<T: Verbs> SrqRef<T> {
-    /// # Safety
-    ///
-    /// `srq` is NULL or a live SRQ of a `T` device whose data is
-    /// initialised, and stays so while the handle is used.
-    pub(super) unsafe fn from_raw(srq: *mut bindings::ib_srq) -> Option<Self> {
-        // INVARIANT: per the function's contract.
-        NonNull::new(srq).map(|srq| Self {
-            srq,
-            _verbs: PhantomData,
-        })
-    }
-
-    /// The driver's data of this SRQ.
-    pub(crate) fn data(&self) -> Pin<&T::Srq> {
-        // SAFETY: by the type invariant the SRQ and its data are live.
-        unsafe { SrqObject::<T>::data(self.srq.as_ptr()) }
-    }
+/// `srq` is NULL or a live SRQ of a `T` device whose data is initialised,
+/// and stays so for `'a`.
+pub(super) unsafe fn data_of<'a, T: Verbs>(srq: *mut bindings::ib_srq) -> Option<Pin<&'a T::Srq>> {
+    // SAFETY: per the function's contract.
+    (!srq.is_null()).then(|| unsafe { SrqObject::<T>::data(srq) })
 }
 
 /// Raises the events of one SRQ.
@@ -107,12 +87,16 @@ impl<T: Verbs> Adapter<T> {
                     // The limit is armed by modify only.
                     limit: 0,
                 };
-                // The core set the SRQ up before calling us; the driver
-                // forgets the SRQ in `destroy_srq`.
+                // The core set the SRQ up before calling us; the SRQ's
+                // destroy waits for the notifier.
+                SrqObject::<T>::init_head(srq);
                 let notifier = SrqNotifier::new(srq).ok_or(EINVAL)?;
                 let dev = Self::device((*srq).device);
-                let data = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)?;
-                SrqObject::<T>::init(srq, data)?;
+                let created = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)
+                    .and_then(|data| SrqObject::<T>::init_data(srq, data));
+                // The core frees the SRQ on failure: whatever the driver kept
+                // of it goes first.
+                created.inspect_err(|_| SrqObject::<T>::wait_unheld(srq))?;
                 attr.write_to(&mut init.attr);
             }
             Ok(0)
@@ -170,7 +154,8 @@ impl<T: Verbs> Adapter<T> {
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
         // SAFETY: `srq` was initialised by `create_srq` and no QP uses it
-        // (the core checked); the core frees it after this returns.
+        // (the core checked); the core frees it after this returns, and
+        // `drop_data` waits for the notifier the driver was given.
         unsafe {
             T::destroy_srq(Self::device((*srq).device), SrqObject::<T>::data(srq));
             SrqObject::<T>::drop_data(srq);

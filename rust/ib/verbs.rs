@@ -11,7 +11,7 @@ use super::{
     cq::{CqArm, CqAttr, WcSink},
     mr::{Access, Memory, MrRereg},
     object::CoreObject,
-    qp::{PdId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
+    qp::{PdId, QpId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
     res::DriverAttrs,
     srq::{SrqAttr, SrqModify, SrqNotifier},
 };
@@ -72,17 +72,22 @@ pub(crate) trait Verbs: Sized + 'static {
     fn resize_cq(dev: &Self::Device, cq: &Self::Cq, cqe: u32) -> Result<u32>;
     /// Driver attributes of `cq` for `rdma res show cq -d`.
     fn fill_res_cq(cq: &Self::Cq, attrs: &mut DriverAttrs<'_>) -> Result;
+    /// Removes every completion naming `qp` from `cq`: the QP is gone, and
+    /// nothing can name it any more (its data and holds were dropped).
+    fn purge_cq(cq: &Self::Cq, qp: QpId);
 
     /// A new QP; returns its number. May raise `attr.cap` (reported back).
     fn new_qp(
         dev: &Self::Device,
-        attr: &mut QpInitAttr<Self>,
+        attr: &mut QpInitAttr<'_, Self>,
     ) -> Result<(u32, impl PinInit<Self::Qp, Error>)>;
     /// Undoes [`Verbs::new_qp`] when the core could not take the QP.
     fn forget_qp(dev: &Self::Device, qpn: u32);
     fn modify_qp(dev: &Self::Device, qp: &Self::Qp, attr: &QpModify) -> Result;
     fn query_qp(dev: &Self::Device, qp: &Self::Qp) -> Result<QpQuery>;
-    /// Removes `qp` from the device, including its completions in every CQ.
+    /// Removes `qp` from the device: when this returns, nothing may run on
+    /// it any more. Its completions are purged afterwards
+    /// ([`Verbs::purge_cq`]).
     fn destroy_qp(dev: &Self::Device, qp: Pin<&Self::Qp>);
     fn post_send(dev: &Self::Device, qp: &Self::Qp, wrs: &mut SendWrs<'_>) -> Result;
     fn post_recv(dev: &Self::Device, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completing work requests: pushing a CQE, the rule that puts a QP in the
+//! error state, and what a step leaves to do once it holds no lock.
+
+use crate::{
+    counters::Counter,
+    cq::{CqEvent, Outcome, RsoftCq},
+    ib::{CqRef, QpState, Wc, WcStatus},
+    net::Net,
+    qp::QpUse,
+};
+
+/// What a step leaves to do once it holds no lock: events to deliver, and
+/// another QP to run (a peer it moved to the error state, or one whose
+/// flush waited for the receive it completed).
+#[derive(Default)]
+pub(crate) struct After {
+    events: [Option<CqEvent>; 2],
+    kick: Option<QpUse>,
+}
+
+impl After {
+    fn add(&mut self, event: Option<CqEvent>) {
+        if let Some(slot) = self.events.iter_mut().find(|e| e.is_none()) {
+            *slot = event;
+        }
+    }
+
+    /// Asks for `qp` to be run after the step.
+    pub(crate) fn kick(&mut self, qp: QpUse) {
+        self.kick = Some(qp);
+    }
+
+    /// Delivers the events; returns the QP to run next, if any.
+    pub(crate) fn finish(self) -> Option<QpUse> {
+        for event in self.events.into_iter().flatten() {
+            event.deliver();
+        }
+        self.kick
+    }
+}
+
+/// Pushes `wc` to `cq` and counts it. Returns whether its QP must enter
+/// the error state: the completion is in error, or its CQ could not take
+/// it. This is the one place that rule lives.
+pub(crate) fn push(
+    net: &Net,
+    cq: &CqRef<RsoftCq>,
+    wc: Wc,
+    solicited: bool,
+    after: &mut After,
+) -> bool {
+    let error = wc.status != WcStatus::Success;
+    let Outcome { event, overran } = RsoftCq::push(cq, wc, solicited || error);
+    let c = &net.counters;
+    if overran {
+        c.add(Counter::CqOverruns, 1);
+    } else {
+        c.add(Counter::Cqes, 1);
+        c.add(Counter::ErrorCompletions, error.into());
+    }
+    c.add(
+        Counter::CompletionEvents,
+        matches!(event, Some(CqEvent::Completion(_))).into(),
+    );
+    after.add(event);
+    error || overran
+}
+
+/// Pushes `wc` to `cq`, a CQ of `qp`, and puts `qp` in the error state if
+/// [`push`] says so: every later WR of the QP flushes. Returns whether `qp`
+/// entered the error state now.
+pub(crate) fn complete(
+    net: &Net,
+    qp: &QpUse,
+    cq: &CqRef<RsoftCq>,
+    wc: Wc,
+    solicited: bool,
+    after: &mut After,
+) -> bool {
+    if !push(net, cq, wc, solicited, after) {
+        return false;
+    }
+    let mut inner = qp.inner.lock();
+    let was = inner.state;
+    qp.enter_error(&mut inner);
+    was != QpState::Error
+}
