@@ -64,12 +64,12 @@ pub(crate) struct Outcome {
 }
 
 impl RsoftCq {
-    pub(crate) fn new(capacity: u32, ignore_overrun: bool) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(capacity: u32, ignore_overrun: bool) -> Result<impl PinInit<Self>> {
         let ring = Ring::new(storage(capacity)?, ignore_overrun);
-        Ok(try_pin_init!(Self {
+        Ok(pin_init!(Self {
             ring <- new_irq_spinlock!(ring, "rsoft_cq"),
             quiet <- new_condvar!("rsoft_cq_quiet"),
-        }? Error))
+        }))
     }
 
     /// Queues `wc` on `cq`. `event`: it satisfies a solicited arming.

@@ -8,9 +8,10 @@
 
 use crate::{
     complete::{self, After},
-    ib::{QpState, Wc, WcOpcode, WcStatus},
+    ib::{QpState, QpType, Wc, WcOpcode, WcStatus},
     net::Net,
-    qp::{QpShared, QpUse},
+    qp::{QpShared, QpUse, Qpn},
+    srq::SrqShared,
     transport,
 };
 use core::sync::atomic::Ordering;
@@ -38,6 +39,12 @@ impl Ctx {
             may_sleep,
             worker: false,
         }
+    }
+
+    /// The caller of a verb on `qp`: a user QP's verbs come from system
+    /// calls, which may sleep.
+    pub(crate) fn of(qp: &QpShared) -> Self {
+        Self::caller(qp.user)
     }
 }
 
@@ -102,6 +109,32 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
         if !qp.pending.load(Ordering::SeqCst) {
             return;
         }
+    }
+}
+
+/// Runs `qp`, then its connected peer: a new state or receive of one may
+/// unblock the other (a sender waiting on RNR) or leave it without an
+/// answer.
+pub(crate) fn progress(net: &Net, qp: &QpUse, ctx: Ctx) {
+    kick(net, qp, ctx);
+    if qp.qp_type == QpType::Ud {
+        return;
+    }
+    let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
+    if peer != qp.qpn {
+        if let Some(peer) = net.qp(peer) {
+            kick(net, &peer, ctx);
+        }
+    }
+}
+
+/// Runs every QP that sends to a QP taking its receives from `srq`: one of
+/// them found the SRQ empty and waits for a post.
+pub(crate) fn resume_senders_of(net: &Net, srq: &Arc<SrqShared>, ctx: Ctx) {
+    let mut from = Qpn::from_slot(0);
+    while let Some(qp) = net.next_sender_to(srq, from) {
+        kick(net, &qp, ctx);
+        from = Qpn::from_slot(qp.qpn.slot() + 1);
     }
 }
 

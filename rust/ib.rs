@@ -29,17 +29,17 @@ mod verbs;
 pub(crate) use ah::{Address, Grh};
 pub(crate) use attr::{DeviceAttr, Gid, Mtu, PhysState, PortAttr, PortState};
 pub(crate) use counters::CounterDesc;
-pub(crate) use cq::{CqArm, CqAttr, CqRef, Wc, WcOpcode, WcSink, WcStatus};
+pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
 pub(crate) use irq_lock::IrqSpinLock;
-pub(crate) use mr::{Access, Memory, MrRereg};
+pub(crate) use mr::{Access, Memory, MrOps, MrRereg};
 pub(crate) use qp::{
-    Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState, QpType,
+    Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpOps, QpQuery, QpState, QpType,
     RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};
-pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier};
+pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier, SrqOps};
 pub(crate) use verbs::Verbs;
 
 use kernel::error::Error;

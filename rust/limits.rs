@@ -6,6 +6,8 @@
 //! largest CQ ring is a few MiB of kvmalloc, the object counts bound what a
 //! buggy or hostile process can pin in the kernel.
 
+use kernel::prelude::*;
+
 pub(crate) const MAX_PD: u32 = 4096;
 pub(crate) const MAX_QP: u32 = 4096;
 pub(crate) const MAX_QP_WR: u32 = 16384;
@@ -22,3 +24,11 @@ pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
 /// Inline sends are not implemented yet: a QP asking for any is refused
 /// rather than granted less than it asked for.
 pub(crate) const MAX_INLINE_DATA: u32 = 0;
+
+/// A work queue's depth or SGE count as created: at least 1, at most `max`.
+pub(crate) fn queue_size(requested: u32, max: u32) -> Result<u32> {
+    if requested > max {
+        return Err(EINVAL);
+    }
+    Ok(requested.max(1))
+}

@@ -38,6 +38,11 @@ impl MrKey {
     }
 }
 
+/// An MR as the core holds it; the region lives in the device's MR table.
+pub(crate) struct Mr {
+    pub(crate) key: MrKey,
+}
+
 /// A registered memory region.
 pub(crate) struct MrEntry {
     pub(crate) pd: PdId,

@@ -16,11 +16,11 @@ use crate::{
     gate::Gate,
     ib::{
         CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
-        QpType, Verbs,
+        QpType,
     },
     net::Net,
     new_irq_spinlock,
-    srq::{Srq, SrqShared},
+    srq::SrqShared,
     wq::WorkQueue,
 };
 use core::{ops::Deref, sync::atomic::AtomicBool};
@@ -54,6 +54,11 @@ impl Qpn {
     pub(crate) fn raw(self) -> u32 {
         self.0
     }
+}
+
+/// A QP as the core holds it.
+pub(crate) struct Qp {
+    pub(crate) shared: Arc<QpShared>,
 }
 
 /// What changes under the QP's lock.
@@ -109,11 +114,7 @@ impl_has_work! {
 
 impl QpShared {
     /// A QP in the RESET state, numbered `qpn`.
-    pub(crate) fn new<V: Verbs<Cq = RsoftCq, Srq = Srq>>(
-        net: Arc<Net>,
-        attr: &QpInitAttr<'_, V>,
-        qpn: Qpn,
-    ) -> Result<Arc<Self>> {
+    pub(crate) fn new(net: Arc<Net>, attr: QpInitAttr<'_, Qp>, qpn: Qpn) -> Result<Arc<Self>> {
         let cap = attr.cap;
         let inner = QpInner {
             state: QpState::Reset,
@@ -134,10 +135,10 @@ impl QpShared {
                 cap,
                 sq_sig_all: attr.sq_sig_all,
                 user: attr.user,
-                send_cq: attr.send_cq.clone(),
-                recv_cq: attr.recv_cq.clone(),
+                send_cq: attr.send_cq,
+                recv_cq: attr.recv_cq,
                 srq,
-                notifier: attr.notifier.clone(),
+                notifier: attr.notifier,
                 inner <- new_irq_spinlock!(inner, "rsoft_qp"),
                 gate <- Gate::new(),
                 running: AtomicBool::new(false),

@@ -23,12 +23,14 @@ mod mr;
 mod net;
 mod params;
 mod qp;
+mod quota;
 // Also the host crate tools/ring-test, where its items must be public.
 #[allow(unreachable_pub)]
 mod ring;
 mod srq;
 mod table;
 mod transport;
+mod verbs;
 mod wq;
 
 module! {

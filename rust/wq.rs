@@ -5,7 +5,7 @@
 
 use crate::{
     copy::SgeCopy,
-    ib::{Datagram, SendOp, WcOpcode},
+    ib::{Datagram, RecvWrs, SendOp, WcOpcode},
 };
 use kernel::prelude::*;
 
@@ -65,6 +65,24 @@ pub(crate) struct WorkQueue {
 }
 
 impl WorkQueue {
+    /// Queues receive WRs, up to the first bad one.
+    pub(crate) fn push_receives(&mut self, wrs: &mut RecvWrs<'_>) -> Result {
+        for wr in wrs {
+            let wr = wr?;
+            let wqe = Wqe {
+                wr_id: wr.wr_id,
+                op: SendOp::Send,
+                signaled: true,
+                solicited: false,
+                imm: None,
+                num_sge: wr.sges.len(),
+                datagram: None,
+            };
+            self.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn new(depth: u32, max_sge: u32) -> Result<Self> {
         let (depth, max_sge) = (depth as usize, max_sge as usize);
         let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;

@@ -5,10 +5,14 @@
 
 use super::{
     bindings, eopnotsupp, event::Notifier, hold::Hold, object::CoreObject, qp::QpId,
-    verbs::Adapter, Verbs,
+    res::DriverAttrs, verbs::Adapter, Verbs,
 };
 use core::marker::PhantomData;
-use kernel::{error::from_result, ffi, prelude::*};
+use kernel::{
+    error::{from_result, VTABLE_DEFAULT_ERROR},
+    ffi,
+    prelude::*,
+};
 
 /// What a consumer asked for in `create_cq`.
 pub(crate) struct CqAttr {
@@ -167,6 +171,35 @@ impl WcSink<'_> {
     }
 }
 
+/// The verbs of a driver's completion queues; `Self` is the driver's data
+/// behind each `ib_cq`.
+#[vtable]
+pub(crate) trait CqOps: Send + Sync + Sized {
+    /// The driver's per-device state.
+    type Device;
+
+    /// A new CQ; returns its real capacity (at least `attr.cqe`).
+    fn create(dev: &Self::Device, attr: &CqAttr) -> Result<(u32, impl PinInit<Self>)>;
+    /// Quiesces the CQ before it is dropped: no event may be in flight after.
+    fn destroy(self: Pin<&Self>, dev: &Self::Device);
+    /// Moves up to `out.room()` completions into `out`, oldest first.
+    fn poll(&self, out: &mut WcSink<'_>) -> Result;
+    /// Arms the CQ for one event; returns whether completions are waiting.
+    fn req_notify(&self, arm: CqArm) -> bool;
+    /// Removes every completion naming `qp`: the QP is gone, and nothing
+    /// can name it any more (its data and holds were dropped).
+    fn purge(&self, qp: QpId);
+    /// Resizes the CQ keeping its completions; returns the real capacity.
+    /// Optional.
+    fn resize(&self, _dev: &Self::Device, _cqe: u32) -> Result<u32> {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+    /// Driver attributes for `rdma res show cq -d`. Optional.
+    fn fill_res(&self, _attrs: &mut DriverAttrs<'_>) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// A hold on a CQ whose driver data is a `C`: a QP's hold on its CQs, or a
 /// pending event's. The CQ's destroy verb waits until every hold is dropped
 /// before it drops the driver's data.
@@ -272,9 +305,9 @@ impl<T: Verbs> Adapter<T> {
                     ignore_overrun: attr.flags & IGNORE_OVERRUN != 0,
                 };
                 let dev = Self::device((*cq).device);
-                let (capacity, init) = T::new_cq(dev, &attr)?;
+                let (capacity, init) = T::Cq::create(dev, &attr)?;
                 (*cq).cqe = capacity.try_into()?;
-                CqObject::<T>::init(cq, init)?;
+                let Ok(()) = CqObject::<T>::init(cq, init);
             }
             Ok(0)
         })
@@ -292,7 +325,7 @@ impl<T: Verbs> Adapter<T> {
         // (`CqRef::data`), and the core frees the memory after this returns.
         unsafe {
             CqObject::<T>::wait_unheld(cq);
-            T::destroy_cq(Self::device((*cq).device), CqObject::<T>::data(cq));
+            CqObject::<T>::data(cq).destroy(Self::device((*cq).device));
             CqObject::<T>::drop_data(cq);
         }
         0
@@ -316,7 +349,7 @@ impl<T: Verbs> Adapter<T> {
             };
             // SAFETY: `cq` is a live CQ of ours.
             let data = unsafe { CqObject::<T>::data(cq) };
-            T::poll_cq(data.get_ref(), &mut sink)?;
+            data.poll(&mut sink)?;
             Ok(sink.filled.try_into()?)
         })
     }
@@ -337,7 +370,7 @@ impl<T: Verbs> Adapter<T> {
         };
         // SAFETY: `cq` is a live CQ of ours.
         let data = unsafe { CqObject::<T>::data(cq) };
-        let waiting = T::req_notify_cq(data.get_ref(), arm);
+        let waiting = data.req_notify(arm);
         let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
         (report && waiting).into()
     }
@@ -356,7 +389,7 @@ impl<T: Verbs> Adapter<T> {
             unsafe {
                 let dev = Self::device((*cq).device);
                 let data = CqObject::<T>::data(cq);
-                let capacity = T::resize_cq(dev, data.get_ref(), cqe.try_into()?)?;
+                let capacity = data.resize(dev, cqe.try_into()?)?;
                 (*cq).cqe = capacity.try_into()?;
             }
             Ok(0)

@@ -63,15 +63,6 @@ pub(crate) struct Notifier<O> {
     hold: Hold<O>,
 }
 
-impl<O> Clone for Notifier<O> {
-    fn clone(&self) -> Self {
-        // INVARIANT: the same object.
-        Self {
-            hold: self.hold.clone(),
-        }
-    }
-}
-
 impl<O: EventSource> Notifier<O> {
     /// # Safety
     ///

@@ -6,7 +6,7 @@
 use super::{bindings, eopnotsupp, object::CoreObject, qp::PdId, verbs::Adapter, Verbs};
 use core::{mem::MaybeUninit, ptr::NonNull};
 use kernel::{
-    error::from_err_ptr,
+    error::{from_err_ptr, VTABLE_DEFAULT_ERROR},
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
 };
@@ -271,6 +271,30 @@ impl MrRereg {
     }
 }
 
+/// The verbs of a driver's memory regions; `Self` is the driver's data
+/// behind each `ib_mr`.
+#[vtable]
+pub(crate) trait MrOps: Send + Sync + Sized {
+    /// The driver's per-device state.
+    type Device;
+
+    /// A new MR over `mem`; returns its key (lkey = rkey).
+    fn register(
+        dev: &Self::Device,
+        pd: PdId,
+        mem: Memory,
+        iova: u64,
+        access: Access,
+    ) -> Result<(u32, impl PinInit<Self>)>;
+    /// Removes the MR from the device before it is dropped.
+    fn deregister(self: Pin<&Self>, dev: &Self::Device);
+    /// Changes the MR in place as `change` says (PD, access, memory); a
+    /// failure changes nothing. Optional.
+    fn rereg(&self, _dev: &Self::Device, _change: &MrRereg) -> Result {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// A memory region as registered: the core's `ib_mr`, then the driver's.
 type MrObject<T> = CoreObject<bindings::ib_mr, <T as Verbs>::Mr>;
 
@@ -328,13 +352,7 @@ impl<T: Verbs> Adapter<T> {
                 dev,
             };
             // SAFETY: as above; the MR's data lives until `dereg_mr`.
-            unsafe {
-                T::rereg_mr(
-                    Self::device(change.dev),
-                    MrObject::<T>::data(mr).get_ref(),
-                    &change,
-                )
-            }
+            unsafe { MrObject::<T>::data(mr).rereg(Self::device(change.dev), &change) }
         })();
         // NULL: the MR was changed in place (the core updates its pd, iova
         // and length).
@@ -372,17 +390,13 @@ impl<T: Verbs> Adapter<T> {
     ) -> Result<*mut bindings::ib_mr> {
         // SAFETY: per the function's contract.
         let dev = unsafe { Self::device((*pd).device) };
-        let (key, data) = T::reg_mr(dev, PdId::new(pd), mem, iova, access)?;
-        // The core expects a zeroed `ib_mr` apart from what the driver sets.
+        // The core expects a zeroed `ib_mr` apart from what the driver sets;
+        // allocated first, so that nothing fails once the driver has the MR.
         let obj = KBox::<MrObject<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+        let (key, data) = T::Mr::register(dev, PdId::new(pd), mem, iova, access)?;
         let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
         // SAFETY: `raw` is a fresh zeroed allocation of `MrObject` size.
-        if let Err(e) = unsafe { MrObject::<T>::init(raw, data) } {
-            // SAFETY: allocated above as `MaybeUninit`; nothing initialised.
-            drop(unsafe { KBox::from_raw(raw.cast::<MaybeUninit<MrObject<T>>>()) });
-            T::forget_mr(dev, key);
-            return Err(e);
-        }
+        let Ok(()) = unsafe { MrObject::<T>::init(raw, data) };
         // SAFETY: `raw` is ours until returned to the core.
         unsafe {
             (*raw).lkey = key;
@@ -405,7 +419,7 @@ impl<T: Verbs> Adapter<T> {
         // refers to the driver data, and the allocation is ours to free.
         unsafe {
             let dev = Self::device((*mr).device);
-            T::dereg_mr(dev, MrObject::<T>::data(mr));
+            MrObject::<T>::data(mr).deregister(dev);
             MrObject::<T>::drop_data(mr);
             drop(KBox::from_raw(mr.cast::<MaybeUninit<MrObject<T>>>()));
         }

@@ -83,7 +83,7 @@ impl<C, T> CoreObject<C, T> {
     ///
     /// `core` was passed to [`Self::init_head`] and its data is not
     /// initialised.
-    pub(super) unsafe fn init_data(core: *mut C, data: impl PinInit<T, Error>) -> Result {
+    pub(super) unsafe fn init_data<E>(core: *mut C, data: impl PinInit<T, E>) -> Result<(), E> {
         let this = core.cast::<Self>();
         // SAFETY: per the function's contract the data's place is allocated,
         // aligned and unused, and stays where it is until the core frees it
@@ -97,7 +97,7 @@ impl<C, T> CoreObject<C, T> {
     /// # Safety
     ///
     /// As for [`Self::init_head`].
-    pub(super) unsafe fn init(core: *mut C, data: impl PinInit<T, Error>) -> Result {
+    pub(super) unsafe fn init<E>(core: *mut C, data: impl PinInit<T, E>) -> Result<(), E> {
         // SAFETY: per the function's contract; no hold exists yet, so a
         // failure leaves nothing to wait for.
         unsafe {

@@ -6,7 +6,7 @@
 use super::{
     ah::{self, Address},
     bindings,
-    cq::{self, CqRef},
+    cq::{self, CqOps, CqRef},
     eopnotsupp,
     event::Notifier,
     mr::Access,
@@ -20,8 +20,9 @@ use kernel::{error::from_result, ffi, prelude::*};
 
 /// Names a QP in a work completion (`ib_wc.qp`).
 ///
-/// Only an identity: the driver never dereferences it; it must remove every
-/// completion naming a QP before that QP's `destroy_qp` returns.
+/// Only an identity: the driver never dereferences it. The `ib` layer has
+/// the driver purge every completion naming a QP once the QP's data and
+/// holds are gone ([`CqOps::purge`]), before the core frees the QP.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct QpId(*mut bindings::ib_qp);
 
@@ -141,8 +142,36 @@ impl QpCap {
     }
 }
 
+/// The verbs of a driver's queue pairs; `Self` is the driver's data behind
+/// each `ib_qp`.
+#[vtable]
+pub(crate) trait QpOps: Send + Sync + Sized {
+    /// The driver's per-device state.
+    type Device;
+    /// The driver's data of a CQ.
+    type Cq;
+    /// The driver's data of an SRQ.
+    type Srq;
+
+    /// A new QP: returns its number and its sizes (at least `attr.cap`).
+    /// The QP keeps what it needs of `attr`, its holds included; everything
+    /// that can fail is done before the QP is initialised.
+    fn create(
+        dev: &Self::Device,
+        attr: QpInitAttr<'_, Self>,
+    ) -> Result<(u32, QpCap, impl PinInit<Self>)>;
+    fn modify(&self, dev: &Self::Device, attr: &QpModify) -> Result;
+    fn query(&self, dev: &Self::Device) -> Result<QpQuery>;
+    /// Removes the QP from the device: when this returns, nothing may run
+    /// on it any more. Its completions are purged afterwards
+    /// ([`super::CqOps::purge`]).
+    fn destroy(self: Pin<&Self>, dev: &Self::Device);
+    fn post_send(&self, dev: &Self::Device, wrs: &mut SendWrs<'_>) -> Result;
+    fn post_recv(&self, dev: &Self::Device, wrs: &mut RecvWrs<'_>) -> Result;
+}
+
 /// What a consumer asked for in `create_qp`, for the length of the call.
-pub(crate) struct QpInitAttr<'a, T: Verbs> {
+pub(crate) struct QpInitAttr<'a, Q: QpOps> {
     pub(crate) id: QpId,
     pub(crate) pd: PdId,
     pub(crate) qp_type: QpType,
@@ -151,10 +180,10 @@ pub(crate) struct QpInitAttr<'a, T: Verbs> {
     /// Every send WR completes with a CQE (`IB_SIGNAL_ALL_WR`).
     pub(crate) sq_sig_all: bool,
     /// Holds of the CQs, for the QP to keep.
-    pub(crate) send_cq: CqRef<T::Cq>,
-    pub(crate) recv_cq: CqRef<T::Cq>,
+    pub(crate) send_cq: CqRef<Q::Cq>,
+    pub(crate) recv_cq: CqRef<Q::Cq>,
     /// Where receives come from instead of the QP's own queue.
-    pub(crate) srq: Option<Pin<&'a T::Srq>>,
+    pub(crate) srq: Option<Pin<&'a Q::Srq>>,
     /// The QP's own notifier: the QP's destroy waits for it to be dropped.
     pub(crate) notifier: QpNotifier,
     /// Created through uverbs: its posts come from system calls of a
@@ -557,7 +586,7 @@ impl<T: Verbs> Adapter<T> {
                 };
                 // The QP's notifier holds it from now on.
                 QpObject::<T>::init_head(qp);
-                let mut attr = QpInitAttr {
+                let attr = QpInitAttr {
                     id: QpId(qp),
                     pd: PdId::new((*qp).pd),
                     qp_type,
@@ -573,18 +602,12 @@ impl<T: Verbs> Adapter<T> {
                     user: !udata.is_null(),
                 };
                 let dev = Self::device((*qp).device);
-                let created = T::new_qp(dev, &mut attr).and_then(|(qpn, data)| {
-                    QpObject::<T>::init_data(qp, data)
-                        .inspect_err(|_| T::forget_qp(dev, qpn))
-                        .map(|()| qpn)
-                });
-                let cap = attr.cap;
-                drop(attr);
-                let qpn = created.inspect_err(|_| {
+                let (qpn, cap, data) = T::Qp::create(dev, attr).inspect_err(|_| {
                     // The core frees the QP on failure: whatever the driver
                     // kept of it goes first.
                     QpObject::<T>::wait_unheld(qp);
                 })?;
+                let Ok(()) = QpObject::<T>::init_data(qp, data);
                 (*qp).qp_num = qpn;
                 cap.write_to(&mut init.cap);
             }
@@ -606,7 +629,7 @@ impl<T: Verbs> Adapter<T> {
             unsafe {
                 let m = parse_modify(&*attr, mask as u32, (*qp).qp_type)?;
                 let dev = Self::device((*qp).device);
-                T::modify_qp(dev, QpObject::<T>::data(qp).get_ref(), &m)?;
+                QpObject::<T>::data(qp).modify(dev, &m)?;
             }
             Ok(0)
         })
@@ -626,7 +649,7 @@ impl<T: Verbs> Adapter<T> {
             // (and zeroed by the core).
             unsafe {
                 let dev = Self::device((*qp).device);
-                let q = T::query_qp(dev, QpObject::<T>::data(qp).get_ref())?;
+                let q = QpObject::<T>::data(qp).query(dev)?;
                 let (attr, init) = (&mut *attr, &mut *init);
                 let state = q.state.ok_or(EINVAL)?.to_c();
                 attr.qp_state = state;
@@ -676,13 +699,13 @@ impl<T: Verbs> Adapter<T> {
         // them until after this returns.
         unsafe {
             let dev = Self::device((*qp).device);
-            T::destroy_qp(dev, QpObject::<T>::data(qp));
+            QpObject::<T>::data(qp).destroy(dev);
             QpObject::<T>::drop_data(qp);
             // uverbs reads `wc->qp` of every completion it polls.
             let (send_cq, recv_cq) = ((*qp).send_cq, (*qp).recv_cq);
-            T::purge_cq(cq::data_of::<T>(send_cq).get_ref(), QpId(qp));
+            cq::data_of::<T>(send_cq).purge(QpId(qp));
             if recv_cq != send_cq {
-                T::purge_cq(cq::data_of::<T>(recv_cq).get_ref(), QpId(qp));
+                cq::data_of::<T>(recv_cq).purge(QpId(qp));
             }
         }
         0
@@ -702,7 +725,7 @@ impl<T: Verbs> Adapter<T> {
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
-            T::post_send(dev, QpObject::<T>::data(qp).get_ref(), &mut wrs)
+            QpObject::<T>::data(qp).post_send(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
         unsafe { wrs.finish(ret, bad_wr) }
@@ -720,7 +743,7 @@ impl<T: Verbs> Adapter<T> {
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
-            T::post_recv(dev, QpObject::<T>::data(qp).get_ref(), &mut wrs)
+            QpObject::<T>::data(qp).post_recv(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
         unsafe { wrs.finish(ret, bad_wr) }

@@ -2,7 +2,7 @@
 
 //! Driver attributes in the core's resource tracking (`rdma res show -d`).
 
-use super::{bindings, object::CoreObject, verbs::Adapter, Verbs};
+use super::{bindings, cq::CqOps, object::CoreObject, verbs::Adapter, Verbs};
 use core::marker::PhantomData;
 use kernel::{error::to_result, ffi, prelude::*, str::CStr};
 
@@ -45,7 +45,7 @@ impl<T: Verbs> Adapter<T> {
         };
         // SAFETY: the core holds a reference on the live CQ.
         let data = unsafe { CoreObject::<bindings::ib_cq, T::Cq>::data(cq) };
-        match T::fill_res_cq(data.get_ref(), &mut attrs) {
+        match data.fill_res(&mut attrs) {
             Ok(()) => {
                 // SAFETY: `nest` was opened above on `msg`.
                 unsafe { bindings::rsoft_nl_driver_end(msg, nest) };

@@ -30,6 +30,27 @@ pub(crate) struct SrqModify {
     pub(crate) limit: Option<u32>,
 }
 
+/// The verbs of a driver's shared receive queues; `Self` is the driver's
+/// data behind each `ib_srq`.
+#[vtable]
+pub(crate) trait SrqOps: Send + Sync + Sized {
+    /// The driver's per-device state.
+    type Device;
+
+    /// A new SRQ in `pd`. May raise `attr`'s sizes (reported back).
+    fn create(
+        dev: &Self::Device,
+        pd: PdId,
+        attr: &mut SrqAttr,
+        notifier: SrqNotifier,
+    ) -> Result<impl PinInit<Self>>;
+    fn modify(&self, dev: &Self::Device, m: &SrqModify) -> Result;
+    fn query(&self, dev: &Self::Device) -> Result<SrqAttr>;
+    /// Removes the SRQ (no QP uses it any more) before it is dropped.
+    fn destroy(self: Pin<&Self>, dev: &Self::Device);
+    fn post_recv(&self, dev: &Self::Device, wrs: &mut RecvWrs<'_>) -> Result;
+}
+
 /// The driver's data of an SRQ that a QP being created names, for the
 /// length of the `create_qp` call.
 ///
@@ -92,11 +113,11 @@ impl<T: Verbs> Adapter<T> {
                 SrqObject::<T>::init_head(srq);
                 let notifier = SrqNotifier::new(srq).ok_or(EINVAL)?;
                 let dev = Self::device((*srq).device);
-                let created = T::new_srq(dev, PdId::new((*srq).pd), &mut attr, notifier)
-                    .and_then(|data| SrqObject::<T>::init_data(srq, data));
+                let created = T::Srq::create(dev, PdId::new((*srq).pd), &mut attr, notifier);
                 // The core frees the SRQ on failure: whatever the driver kept
                 // of it goes first.
-                created.inspect_err(|_| SrqObject::<T>::wait_unheld(srq))?;
+                let data = created.inspect_err(|_| SrqObject::<T>::wait_unheld(srq))?;
+                let Ok(()) = SrqObject::<T>::init_data(srq, data);
                 attr.write_to(&mut init.attr);
             }
             Ok(0)
@@ -122,7 +143,7 @@ impl<T: Verbs> Adapter<T> {
                     limit: has(bindings::ib_srq_attr_mask_IB_SRQ_LIMIT).then_some(attr.srq_limit),
                 };
                 let dev = Self::device((*srq).device);
-                T::modify_srq(dev, SrqObject::<T>::data(srq).get_ref(), &m)?;
+                SrqObject::<T>::data(srq).modify(dev, &m)?;
             }
             Ok(0)
         })
@@ -139,7 +160,7 @@ impl<T: Verbs> Adapter<T> {
             // SAFETY: `srq` is a live SRQ of ours and `attr` is writable.
             unsafe {
                 let dev = Self::device((*srq).device);
-                let a = T::query_srq(dev, SrqObject::<T>::data(srq).get_ref())?;
+                let a = SrqObject::<T>::data(srq).query(dev)?;
                 a.write_to(&mut *attr);
             }
             Ok(0)
@@ -157,7 +178,7 @@ impl<T: Verbs> Adapter<T> {
         // (the core checked); the core frees it after this returns, and
         // `drop_data` waits for the notifier the driver was given.
         unsafe {
-            T::destroy_srq(Self::device((*srq).device), SrqObject::<T>::data(srq));
+            SrqObject::<T>::data(srq).destroy(Self::device((*srq).device));
             SrqObject::<T>::drop_data(srq);
         }
         0
@@ -175,7 +196,7 @@ impl<T: Verbs> Adapter<T> {
         // SAFETY: `srq` is a live SRQ of ours.
         let ret = unsafe {
             let dev = Self::device((*srq).device);
-            T::post_srq_recv(dev, SrqObject::<T>::data(srq).get_ref(), &mut wrs)
+            SrqObject::<T>::data(srq).post_recv(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
         unsafe { wrs.finish(ret, bad_wr) }

@@ -8,17 +8,23 @@ use super::{
     attr::{DeviceAttr, Gid, PortAttr},
     bindings,
     counters::CounterDesc,
-    cq::{CqArm, CqAttr, WcSink},
-    mr::{Access, Memory, MrRereg},
+    cq::CqOps,
+    mr::MrOps,
     object::CoreObject,
-    qp::{PdId, QpId, QpInitAttr, QpModify, QpQuery, RecvWrs, SendWrs},
-    res::DriverAttrs,
-    srq::{SrqAttr, SrqModify, SrqNotifier},
+    qp::QpOps,
+    srq::SrqOps,
 };
 use core::{fmt::Write, marker::PhantomData, mem::MaybeUninit};
-use kernel::{error::from_result, ffi, prelude::*};
+use kernel::{
+    error::{from_result, VTABLE_DEFAULT_ERROR},
+    ffi,
+    prelude::*,
+};
 
-/// The verbs of an RDMA device driver.
+/// The verbs of an RDMA device driver: those of the device, its user
+/// contexts, PDs and address handles here, those of each other kind of
+/// object in that object's own trait ([`CqOps`], [`QpOps`], [`MrOps`],
+/// [`SrqOps`]).
 ///
 /// Port numbers and table indexes arrive already checked by the core against
 /// what the device and [`Verbs::port_attr`] advertise.
@@ -31,19 +37,21 @@ pub(crate) trait Verbs: Sized + 'static {
     /// Protection domain, stored behind `ib_pd`.
     type Pd: Send + Sync;
     /// Completion queue, stored behind `ib_cq`.
-    type Cq: Send + Sync;
+    type Cq: CqOps<Device = Self::Device>;
     /// Queue pair, stored behind `ib_qp`.
-    type Qp: Send + Sync;
+    type Qp: QpOps<Device = Self::Device, Cq = Self::Cq, Srq = Self::Srq>;
     /// Memory region, stored behind `ib_mr`.
-    type Mr: Send + Sync;
+    type Mr: MrOps<Device = Self::Device>;
     /// Shared receive queue, stored behind `ib_srq`.
-    type Srq: Send + Sync;
+    type Srq: SrqOps<Device = Self::Device>;
 
     /// The names of the per-port counters, in the order of
     /// [`Verbs::port_counters`]' values.
     const PORT_COUNTERS: &'static [CounterDesc] = &[];
-    /// Reads the counters of `port` into `values`.
-    fn port_counters(dev: &Self::Device, port: u32, values: &mut [u64]);
+    /// Reads the counters of `port` into `values`. Optional.
+    fn port_counters(_dev: &Self::Device, _port: u32, _values: &mut [u64]) {
+        kernel::build_error(VTABLE_DEFAULT_ERROR)
+    }
 
     /// Device attributes; read once by the core at registration.
     fn device_attr(dev: &Self::Device) -> DeviceAttr;
@@ -60,70 +68,10 @@ pub(crate) trait Verbs: Sized + 'static {
     /// Called just before `pd` is dropped.
     fn release_pd(dev: &Self::Device, pd: Pin<&Self::Pd>);
 
-    /// A new CQ; returns its real capacity (at least `attr.cqe`).
-    fn new_cq(dev: &Self::Device, attr: &CqAttr) -> Result<(u32, impl PinInit<Self::Cq, Error>)>;
-    /// Quiesces `cq` before it is dropped: no event may be in flight after.
-    fn destroy_cq(dev: &Self::Device, cq: Pin<&Self::Cq>);
-    /// Moves up to `out.room()` completions into `out`, oldest first.
-    fn poll_cq(cq: &Self::Cq, out: &mut WcSink<'_>) -> Result;
-    /// Arms `cq` for one event; returns whether completions are waiting.
-    fn req_notify_cq(cq: &Self::Cq, arm: CqArm) -> bool;
-    /// Resizes `cq` keeping its completions; returns the real capacity.
-    fn resize_cq(dev: &Self::Device, cq: &Self::Cq, cqe: u32) -> Result<u32>;
-    /// Driver attributes of `cq` for `rdma res show cq -d`.
-    fn fill_res_cq(cq: &Self::Cq, attrs: &mut DriverAttrs<'_>) -> Result;
-    /// Removes every completion naming `qp` from `cq`: the QP is gone, and
-    /// nothing can name it any more (its data and holds were dropped).
-    fn purge_cq(cq: &Self::Cq, qp: QpId);
-
-    /// A new QP; returns its number. May raise `attr.cap` (reported back).
-    fn new_qp(
-        dev: &Self::Device,
-        attr: &mut QpInitAttr<'_, Self>,
-    ) -> Result<(u32, impl PinInit<Self::Qp, Error>)>;
-    /// Undoes [`Verbs::new_qp`] when the core could not take the QP.
-    fn forget_qp(dev: &Self::Device, qpn: u32);
-    fn modify_qp(dev: &Self::Device, qp: &Self::Qp, attr: &QpModify) -> Result;
-    fn query_qp(dev: &Self::Device, qp: &Self::Qp) -> Result<QpQuery>;
-    /// Removes `qp` from the device: when this returns, nothing may run on
-    /// it any more. Its completions are purged afterwards
-    /// ([`Verbs::purge_cq`]).
-    fn destroy_qp(dev: &Self::Device, qp: Pin<&Self::Qp>);
-    fn post_send(dev: &Self::Device, qp: &Self::Qp, wrs: &mut SendWrs<'_>) -> Result;
-    fn post_recv(dev: &Self::Device, qp: &Self::Qp, wrs: &mut RecvWrs<'_>) -> Result;
-
-    /// A new MR over `mem`; returns its key (lkey = rkey).
-    fn reg_mr(
-        dev: &Self::Device,
-        pd: PdId,
-        mem: Memory,
-        iova: u64,
-        access: Access,
-    ) -> Result<(u32, impl PinInit<Self::Mr, Error>)>;
-    /// A new SRQ in `pd`. May raise `attr`'s sizes (reported back).
-    fn new_srq(
-        dev: &Self::Device,
-        pd: PdId,
-        attr: &mut SrqAttr,
-        notifier: SrqNotifier,
-    ) -> Result<impl PinInit<Self::Srq, Error>>;
-    fn modify_srq(dev: &Self::Device, srq: &Self::Srq, m: &SrqModify) -> Result;
-    fn query_srq(dev: &Self::Device, srq: &Self::Srq) -> Result<SrqAttr>;
-    /// Removes `srq` (no QP uses it any more) before it is dropped.
-    fn destroy_srq(dev: &Self::Device, srq: Pin<&Self::Srq>);
-    fn post_srq_recv(dev: &Self::Device, srq: &Self::Srq, wrs: &mut RecvWrs<'_>) -> Result;
-
     /// Admits a new address handle to `addr`.
     fn new_ah(dev: &Self::Device, addr: &Address) -> Result;
     /// An address handle admitted by [`Verbs::new_ah`] is gone.
     fn release_ah(dev: &Self::Device);
-
-    /// Changes `mr` in place as `change` says (PD, access, memory).
-    fn rereg_mr(dev: &Self::Device, mr: &Self::Mr, change: &MrRereg) -> Result;
-    /// Undoes [`Verbs::reg_mr`] when the MR could not be set up.
-    fn forget_mr(dev: &Self::Device, key: u32);
-    /// Removes `mr` from the device before it is dropped.
-    fn dereg_mr(dev: &Self::Device, mr: Pin<&Self::Mr>);
 }
 
 /// Routes the core's C calls to the [`Verbs`] of `T`.
@@ -156,10 +104,26 @@ impl<T: Verbs> Adapter<T> {
         destroy_cq: Some(Self::destroy_cq),
         poll_cq: Some(Self::poll_cq),
         req_notify_cq: Some(Self::req_notify_cq),
-        resize_cq: Some(Self::resize_cq),
-        fill_res_cq_entry: Some(Self::fill_res_cq_entry),
-        alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
-        get_hw_stats: Some(Self::get_hw_stats),
+        resize_cq: if <T::Cq as CqOps>::HAS_RESIZE {
+            Some(Self::resize_cq)
+        } else {
+            None
+        },
+        fill_res_cq_entry: if <T::Cq as CqOps>::HAS_FILL_RES {
+            Some(Self::fill_res_cq_entry)
+        } else {
+            None
+        },
+        alloc_hw_port_stats: if T::HAS_PORT_COUNTERS {
+            Some(Self::alloc_hw_port_stats)
+        } else {
+            None
+        },
+        get_hw_stats: if T::HAS_PORT_COUNTERS {
+            Some(Self::get_hw_stats)
+        } else {
+            None
+        },
         create_qp: Some(Self::create_qp),
         modify_qp: Some(Self::modify_qp),
         query_qp: Some(Self::query_qp),
@@ -168,7 +132,11 @@ impl<T: Verbs> Adapter<T> {
         post_recv: Some(Self::post_recv),
         reg_user_mr: Some(Self::reg_user_mr),
         get_dma_mr: Some(Self::get_dma_mr),
-        rereg_user_mr: Some(Self::rereg_user_mr),
+        rereg_user_mr: if <T::Mr as MrOps>::HAS_REREG {
+            Some(Self::rereg_user_mr)
+        } else {
+            None
+        },
         dereg_mr: Some(Self::dereg_mr),
         create_ah: Some(Self::create_ah),
         create_user_ah: Some(Self::create_ah),

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The verbs of rsoft's queue pairs: checks and queueing here; running a QP
+//! is the engine's ([`crate::engine`]).
+
+use crate::{
+    copy::SgeCopy,
+    cq::RsoftCq,
+    device::RsoftDevice,
+    engine::{self, Ctx},
+    ib::{self, QpCap, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, SendOp, SendWrs},
+    limits::{self, queue_size},
+    qp::{Qp, QpShared, Qpn},
+    srq::Srq,
+    wq::Wqe,
+};
+use kernel::prelude::*;
+
+#[vtable]
+impl ib::QpOps for Qp {
+    type Device = RsoftDevice;
+    type Cq = RsoftCq;
+    type Srq = Srq;
+
+    fn create(
+        dev: &RsoftDevice,
+        mut attr: QpInitAttr<'_, Self>,
+    ) -> Result<(u32, QpCap, impl PinInit<Self>)> {
+        let cap = &mut attr.cap;
+        cap.max_send_wr = queue_size(cap.max_send_wr, limits::MAX_QP_WR)?;
+        cap.max_recv_wr = queue_size(cap.max_recv_wr, limits::MAX_QP_WR)?;
+        cap.max_send_sge = queue_size(cap.max_send_sge, limits::MAX_SGE)?;
+        cap.max_recv_sge = queue_size(cap.max_recv_sge, limits::MAX_SGE)?;
+        if cap.max_inline_data > limits::MAX_INLINE_DATA {
+            return Err(EINVAL);
+        }
+        if attr.srq.is_some() {
+            // Receives come from the SRQ; the QP's own queue stays empty.
+            cap.max_recv_wr = 0;
+            cap.max_recv_sge = 0;
+        }
+        let slot = dev.net.reserve_qp()?;
+        let qpn = slot.qpn();
+        let cap = attr.cap;
+        let shared = QpShared::new(dev.net.clone(), attr, qpn)?;
+        slot.fill(shared.clone());
+        Ok((qpn.raw(), cap, Qp { shared }))
+    }
+
+    fn modify(&self, dev: &RsoftDevice, m: &QpModify) -> Result {
+        let qp = self.shared.enter().ok_or(EINVAL)?;
+        {
+            let mut inner = qp.inner.lock();
+            let too_many = |n: Option<u8>| n.is_some_and(|n| u32::from(n) > limits::MAX_RD_ATOM);
+            if !m.valid_from(inner.state)
+                || too_many(m.max_rd_atomic)
+                || too_many(m.max_dest_rd_atomic)
+            {
+                return Err(EINVAL);
+            }
+            inner.apply(m);
+            if m.state == Some(QpState::Error) {
+                qp.enter_error(&mut inner);
+            }
+        }
+        // A new state may unblock this QP (flush in ERR, sends in RTS) or
+        // its peer (waiting on RNR for a QP that will now never answer).
+        engine::progress(&dev.net, &qp, Ctx::of(&qp));
+        Ok(())
+    }
+
+    fn query(&self, _dev: &RsoftDevice) -> Result<QpQuery> {
+        Ok(self.shared.enter().ok_or(EINVAL)?.query())
+    }
+
+    fn destroy(self: Pin<&Self>, dev: &RsoftDevice) {
+        let qp = &self.shared;
+        dev.net.remove_qp(qp.qpn);
+        // Whoever still runs or completes on the QP finishes first.
+        qp.close();
+        // A peer waiting on RNR for this QP now gets no answer.
+        let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
+        if qp.qp_type != QpType::Ud && peer != qp.qpn {
+            if let Some(peer) = dev.net.qp(peer) {
+                engine::kick(&dev.net, &peer, Ctx::of(qp));
+            }
+        }
+    }
+
+    fn post_send(&self, dev: &RsoftDevice, wrs: &mut SendWrs<'_>) -> Result {
+        let qp = self.shared.enter().ok_or(EINVAL)?;
+        let posted = (|| {
+            let mut inner = qp.inner.lock();
+            if !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Error) {
+                return Err(EINVAL);
+            }
+            for wr in wrs {
+                let wr = wr?;
+                // UC has no responder resources: no reads, no atomics; UD
+                // only sends, each to an address.
+                let allowed = match qp.qp_type {
+                    QpType::Rc => true,
+                    QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
+                    QpType::Ud => matches!(wr.op, SendOp::Send) && wr.datagram.is_some(),
+                };
+                if !allowed {
+                    return Err(EINVAL);
+                }
+                let wqe = Wqe {
+                    wr_id: wr.wr_id,
+                    op: wr.op,
+                    signaled: wr.signaled,
+                    solicited: wr.solicited,
+                    imm: wr.imm,
+                    num_sge: wr.sges.len(),
+                    datagram: wr.datagram,
+                };
+                inner.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+            }
+            Ok(())
+        })();
+        // What was posted before a bad WR still goes out.
+        engine::kick(&dev.net, &qp, Ctx::of(&qp));
+        posted
+    }
+
+    fn post_recv(&self, dev: &RsoftDevice, wrs: &mut RecvWrs<'_>) -> Result {
+        let qp = self.shared.enter().ok_or(EINVAL)?;
+        let posted = (|| {
+            let mut inner = qp.inner.lock();
+            if inner.state == QpState::Reset || qp.srq.is_some() {
+                return Err(EINVAL);
+            }
+            inner.rq.push_receives(wrs)
+        })();
+        // Flush if in error; resume a peer waiting for this receive.
+        engine::progress(&dev.net, &qp, Ctx::of(&qp));
+        posted
+    }
+}
