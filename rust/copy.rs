@@ -29,7 +29,7 @@ impl From<&Sge> for SgeCopy {
         Self {
             addr: s.addr(),
             length: s.length(),
-            lkey: MrKey::from_raw(s.lkey()),
+            lkey: MrKey::of(s.lkey()),
         }
     }
 }
@@ -40,7 +40,7 @@ impl SgeCopy {
         Self {
             addr: r.addr,
             length: len,
-            lkey: MrKey::from_raw(r.rkey),
+            lkey: MrKey::of(r.rkey),
         }
     }
 }

@@ -10,12 +10,12 @@ use crate::{
     complete::{self, After},
     ib::{QpState, QpType, Wc, WcOpcode, WcStatus},
     net::Net,
-    qp::{QpShared, QpUse, Qpn},
+    qp::{QpShared, QpUse, Qpn, Runner},
     srq::SrqShared,
     transport,
 };
 use core::sync::atomic::Ordering;
-use kernel::{sync::Arc, workqueue::WorkItem};
+use kernel::sync::Arc;
 
 /// The calling context: whether it may sleep (a system call on a user QP)
 /// or not (a kernel consumer, which may post from any context), and
@@ -63,14 +63,10 @@ enum Next {
     Defer,
 }
 
-/// The QP's worker: runs what its poster left to it ([`QpUse::defer`]).
-impl WorkItem for QpShared {
-    type Pointer = Arc<QpShared>;
-
-    fn run(this: Arc<QpShared>) {
-        if let Some(qp) = this.enter() {
-            kick(&qp.net, &qp, Ctx::WORKER);
-        }
+/// A QP's worker runs it like any other runner, in a context that sleeps.
+impl Runner for Net {
+    fn run(&self, qp: &QpUse) {
+        kick(self, qp, Ctx::WORKER);
     }
 }
 
@@ -120,7 +116,7 @@ pub(crate) fn progress(net: &Net, qp: &QpUse, ctx: Ctx) {
     if qp.qp_type == QpType::Ud {
         return;
     }
-    let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
+    let peer = Qpn::of(qp.inner.lock().attr.dest_qpn);
     if peer != qp.qpn {
         if let Some(peer) = net.qp(peer) {
             kick(net, &peer, ctx);

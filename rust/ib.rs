@@ -16,6 +16,7 @@ mod cq;
 mod device;
 mod event;
 mod hold;
+mod ids;
 mod irq_lock;
 mod layout;
 mod mr;
@@ -31,6 +32,7 @@ pub(crate) use attr::{DeviceAttr, Gid, Mtu, PhysState, PortAttr, PortState};
 pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, Wc, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Registration};
+pub(crate) use ids::{Key, QpNum};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use mr::{Access, Memory, MrOps, MrRereg};
 pub(crate) use qp::{

@@ -8,7 +8,7 @@
 //! pages are unpinned when the last holder lets go.
 
 use crate::{
-    ib::{Access, IrqSpinLock, Memory, PdId},
+    ib::{Access, IrqSpinLock, Key, Memory, PdId},
     limits, new_irq_spinlock,
     table::Table,
 };
@@ -20,13 +20,13 @@ use kernel::{prelude::*, sync::Arc};
 pub(crate) struct MrKey(u32);
 
 impl MrKey {
-    /// A key as a work request names it; any value may come from a consumer.
-    pub(crate) fn from_raw(key: u32) -> Self {
-        Self(key)
+    /// A key as a work request names it: any value.
+    pub(crate) fn of(key: Key) -> Self {
+        Self(key.get())
     }
 
-    pub(crate) fn raw(self) -> u32 {
-        self.0
+    pub(crate) fn key(self) -> Key {
+        Key::new(self.0)
     }
 
     fn slot(self) -> u32 {

@@ -115,7 +115,7 @@ impl Net {
                 }
                 inner.attr.dest_qpn
             };
-            let dest = qps.get(Qpn::from_raw(dest).slot()).and_then(|d| d.as_ref());
+            let dest = qps.get(Qpn::of(dest).slot()).and_then(|d| d.as_ref());
             dest.and_then(|d| d.srq.as_ref())
                 .is_some_and(|s| Arc::ptr_eq(s, srq))
         };

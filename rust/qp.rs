@@ -15,10 +15,9 @@ use crate::{
     cq::RsoftCq,
     gate::Gate,
     ib::{
-        CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpQuery, QpState,
-        QpType,
+        CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpNum, QpQuery,
+        QpState, QpType,
     },
-    net::Net,
     new_irq_spinlock,
     srq::SrqShared,
     wq::WorkQueue,
@@ -27,7 +26,7 @@ use core::{ops::Deref, sync::atomic::AtomicBool};
 use kernel::{
     prelude::*,
     sync::Arc,
-    workqueue::{self, impl_has_work, new_work, Work},
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
 /// A QP number; QP numbers start at [`Qpn::BASE`] (0 and 1 are the IB
@@ -42,17 +41,17 @@ impl Qpn {
         Self(slot + Self::BASE)
     }
 
-    /// The number as a peer names it; any value may come from a consumer.
-    pub(crate) fn from_raw(qpn: u32) -> Self {
-        Self(qpn)
+    /// The number as a consumer names it: any value.
+    pub(crate) fn of(qpn: QpNum) -> Self {
+        Self(qpn.get())
     }
 
     pub(crate) fn slot(self) -> u32 {
         self.0.wrapping_sub(Self::BASE)
     }
 
-    pub(crate) fn raw(self) -> u32 {
-        self.0
+    pub(crate) fn num(self) -> QpNum {
+        QpNum::new(self.0)
     }
 }
 
@@ -79,8 +78,8 @@ pub(crate) struct QpInner {
 /// A queue pair.
 #[pin_data]
 pub(crate) struct QpShared {
-    /// The device's QPs and MRs, which the QP's worker needs.
-    pub(crate) net: Arc<Net>,
+    /// What the QP's worker runs it on: the device's net.
+    runner: Arc<dyn Runner>,
     pub(crate) qpn: Qpn,
     id: QpId,
     pub(crate) pd: PdId,
@@ -108,13 +107,33 @@ pub(crate) struct QpShared {
     work: Work<QpShared>,
 }
 
+/// Runs a QP's queues in the QP's worker (the engine, on the device's net).
+pub(crate) trait Runner: Send + Sync {
+    fn run(&self, qp: &QpUse);
+}
+
 impl_has_work! {
     impl HasWork<Self> for QpShared { self.work }
 }
 
+/// The QP's worker: runs what its poster left to it ([`QpUse::defer`]).
+impl WorkItem for QpShared {
+    type Pointer = Arc<QpShared>;
+
+    fn run(this: Arc<QpShared>) {
+        if let Some(qp) = this.enter() {
+            this.runner.run(&qp);
+        }
+    }
+}
+
 impl QpShared {
     /// A QP in the RESET state, numbered `qpn`.
-    pub(crate) fn new(net: Arc<Net>, attr: QpInitAttr<'_, Qp>, qpn: Qpn) -> Result<Arc<Self>> {
+    pub(crate) fn new(
+        runner: Arc<dyn Runner>,
+        attr: QpInitAttr<'_, Qp>,
+        qpn: Qpn,
+    ) -> Result<Arc<Self>> {
         let cap = attr.cap;
         let inner = QpInner {
             state: QpState::Reset,
@@ -127,7 +146,7 @@ impl QpShared {
         let srq = attr.srq.map(|srq| srq.shared.clone());
         Arc::pin_init(
             try_pin_init!(Self {
-                net,
+                runner,
                 qpn,
                 id: attr.id,
                 pd: attr.pd,

@@ -152,7 +152,7 @@ fn remote_ok(
     len: u64,
     need: Access,
 ) -> bool {
-    net.mrs.get(MrKey::from_raw(remote.rkey)).is_some_and(|mr| {
+    net.mrs.get(MrKey::of(remote.rkey)).is_some_and(|mr| {
         mr.pd == dest.pd
             && mr.access.contains(need)
             && qp_rights.contains(need)
@@ -173,7 +173,7 @@ fn judge(
     let uc = qp.qp_type == QpType::Uc;
     let mut d = dest.inner.lock();
     // An RC responder answers only its connected peer.
-    if d.attr.dest_qpn != qp.qpn.raw() || !matches!(d.state, QpState::Rtr | QpState::Rts) {
+    if d.attr.dest_qpn != qp.qpn.num() || !matches!(d.state, QpState::Rtr | QpState::Rts) {
         let verdict = if uc {
             Verdict::Dropped
         } else {
@@ -282,7 +282,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
     };
     let a = &head.attr;
     let dest = if a.dest_lid == net.lid {
-        net.qp(Qpn::from_raw(a.dest_qpn))
+        net.qp(Qpn::of(a.dest_qpn))
     } else {
         None
     };
@@ -342,7 +342,7 @@ fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<
 /// Performs an atomic on the 8 bytes at `remote` and scatters the original
 /// value over the local SGEs (8 bytes in all, in however many pieces).
 fn atomic(net: &Net, local: &[SgeCopy], remote: Remote, operand: u64, swap: Option<u64>) -> Result {
-    let rmr = net.mrs.get(MrKey::from_raw(remote.rkey)).ok_or(EINVAL)?;
+    let rmr = net.mrs.get(MrKey::of(remote.rkey)).ok_or(EINVAL)?;
     let roff = rmr.offset_of(remote.addr, 8).ok_or(EINVAL)?;
     let old = {
         let _atomics = net.atomics.lock();
@@ -385,7 +385,7 @@ fn recv_wc(
         },
         byte_len: len + grh_len,
         imm: head.wqe.imm,
-        src_qp: from.qpn.raw(),
+        src_qp: from.qpn.num(),
         slid: net.lid,
         grh,
         ..Wc::EMPTY
@@ -476,7 +476,7 @@ fn send_datagram(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool 
         return finish_send(net, qp, head, WcStatus::LocalProtection, 0, after);
     };
     let dest = if d.address.dlid == net.lid {
-        net.qp(Qpn::from_raw(d.remote_qpn))
+        net.qp(Qpn::of(d.remote_qpn))
     } else {
         None
     };

@@ -4,7 +4,7 @@
 //! produces them, and the handle through which it raises CQ events.
 
 use super::{
-    bindings, eopnotsupp, event::Notifier, hold::Hold, object::CoreObject, qp::QpId,
+    bindings, eopnotsupp, event::Notifier, hold::Hold, ids::QpNum, object::CoreObject, qp::QpId,
     res::DriverAttrs, verbs::Adapter, Verbs,
 };
 use core::marker::PhantomData;
@@ -87,7 +87,7 @@ pub(crate) struct Wc {
     pub(crate) byte_len: u32,
     /// Immediate data as sent (network byte order).
     pub(crate) imm: Option<u32>,
-    pub(crate) src_qp: u32,
+    pub(crate) src_qp: QpNum,
     pub(crate) slid: u16,
     /// UD: the first 40 bytes of the receive buffer hold a GRH.
     pub(crate) grh: bool,
@@ -106,7 +106,7 @@ impl Wc {
         vendor_err: 0,
         byte_len: 0,
         imm: None,
-        src_qp: 0,
+        src_qp: QpNum::new(0),
         slid: 0,
         grh: false,
     };
@@ -155,7 +155,7 @@ impl WcSink<'_> {
         c.byte_len = wc.byte_len;
         c.qp = wc.qp.as_ptr();
         c.ex.imm_data = wc.imm.unwrap_or(0);
-        c.src_qp = wc.src_qp;
+        c.src_qp = wc.src_qp.get();
         c.slid = wc.slid.into();
         // Only GRH and WITH_IMM mean the same to the kernel and libibverbs.
         let flag = |set: bool, bit: u32| if set { bit as i32 } else { 0 };

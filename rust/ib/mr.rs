@@ -3,7 +3,7 @@
 //! Memory regions: user memory pinned with `ib_umem`, access rights, and
 //! copying between registered pages.
 
-use super::{bindings, eopnotsupp, object::CoreObject, qp::PdId, verbs::Adapter, Verbs};
+use super::{bindings, eopnotsupp, ids::Key, object::CoreObject, qp::PdId, verbs::Adapter, Verbs};
 use core::{mem::MaybeUninit, ptr::NonNull};
 use kernel::{
     error::{from_err_ptr, VTABLE_DEFAULT_ERROR},
@@ -285,7 +285,7 @@ pub(crate) trait MrOps: Send + Sync + Sized {
         mem: Memory,
         iova: u64,
         access: Access,
-    ) -> Result<(u32, impl PinInit<Self>)>;
+    ) -> Result<(Key, impl PinInit<Self>)>;
     /// Removes the MR from the device before it is dropped.
     fn deregister(self: Pin<&Self>, dev: &Self::Device);
     /// Changes the MR in place as `change` says (PD, access, memory); a
@@ -399,8 +399,8 @@ impl<T: Verbs> Adapter<T> {
         let Ok(()) = unsafe { MrObject::<T>::init(raw, data) };
         // SAFETY: `raw` is ours until returned to the core.
         unsafe {
-            (*raw).lkey = key;
-            (*raw).rkey = key;
+            (*raw).lkey = key.get();
+            (*raw).rkey = key.get();
             (*raw).iova = iova;
             (*raw).length = length;
             (*raw).page_size = PAGE_SIZE as u32;

@@ -9,6 +9,7 @@ use super::{
     cq::{self, CqOps, CqRef},
     eopnotsupp,
     event::Notifier,
+    ids::{Key, QpNum},
     mr::Access,
     object::CoreObject,
     srq,
@@ -159,7 +160,7 @@ pub(crate) trait QpOps: Send + Sync + Sized {
     fn create(
         dev: &Self::Device,
         attr: QpInitAttr<'_, Self>,
-    ) -> Result<(u32, QpCap, impl PinInit<Self>)>;
+    ) -> Result<(QpNum, QpCap, impl PinInit<Self>)>;
     fn modify(&self, dev: &Self::Device, attr: &QpModify) -> Result;
     fn query(&self, dev: &Self::Device) -> Result<QpQuery>;
     /// Removes the QP from the device: when this returns, nothing may run
@@ -199,7 +200,7 @@ pub(crate) struct QpModify {
     pub(crate) access_flags: Option<Access>,
     pub(crate) path_mtu: Option<u32>,
     pub(crate) dest_lid: Option<u16>,
-    pub(crate) dest_qpn: Option<u32>,
+    pub(crate) dest_qpn: Option<QpNum>,
     pub(crate) rq_psn: Option<u32>,
     pub(crate) sq_psn: Option<u32>,
     pub(crate) timeout: Option<u8>,
@@ -234,7 +235,7 @@ pub(crate) struct QpQuery {
     pub(crate) access_flags: Access,
     pub(crate) path_mtu: u32,
     pub(crate) dest_lid: u16,
-    pub(crate) dest_qpn: u32,
+    pub(crate) dest_qpn: QpNum,
     pub(crate) rq_psn: u32,
     pub(crate) sq_psn: u32,
     pub(crate) timeout: u8,
@@ -257,8 +258,8 @@ impl Sge {
     pub(crate) fn length(&self) -> u32 {
         self.0.length
     }
-    pub(crate) fn lkey(&self) -> u32 {
-        self.0.lkey
+    pub(crate) fn lkey(&self) -> Key {
+        Key::new(self.0.lkey)
     }
 }
 
@@ -280,7 +281,7 @@ unsafe fn sges<'a>(list: *const bindings::ib_sge, num: ffi::c_int) -> Result<&'a
 #[derive(Clone, Copy)]
 pub(crate) struct Remote {
     pub(crate) addr: u64,
-    pub(crate) rkey: u32,
+    pub(crate) rkey: Key,
 }
 
 /// What a send work request asks the responder for.
@@ -305,7 +306,7 @@ pub(crate) enum SendOp {
 #[derive(Clone, Copy)]
 pub(crate) struct Datagram {
     pub(crate) address: Address,
-    pub(crate) remote_qpn: u32,
+    pub(crate) remote_qpn: QpNum,
     pub(crate) remote_qkey: u32,
 }
 
@@ -456,7 +457,7 @@ unsafe fn datagram(wr: *const bindings::ib_send_wr) -> Option<Datagram> {
     Some(Datagram {
         // SAFETY: per the function's contract.
         address: *unsafe { ah::address(ud.ah) }?,
-        remote_qpn: ud.remote_qpn,
+        remote_qpn: QpNum::new(ud.remote_qpn),
         remote_qkey: ud.remote_qkey,
     })
 }
@@ -475,7 +476,7 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
         let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
         Remote {
             addr: r.remote_addr,
-            rkey: r.rkey,
+            rkey: Key::new(r.rkey),
         }
     };
     let atomic = || {
@@ -483,7 +484,7 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
         let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
         let remote = Remote {
             addr: a.remote_addr,
-            rkey: a.rkey,
+            rkey: Key::new(a.rkey),
         };
         (remote, a.compare_add, a.swap)
     };
@@ -538,7 +539,8 @@ fn parse_modify(
     m.access_flags = has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
         .then(|| Access::from_qp(attr.qp_access_flags as u32));
     m.path_mtu = has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU).then_some(attr.path_mtu);
-    m.dest_qpn = has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(attr.dest_qp_num);
+    m.dest_qpn =
+        has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(QpNum::new(attr.dest_qp_num));
     m.rq_psn = has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(attr.rq_psn);
     m.sq_psn = has(bindings::ib_qp_attr_mask_IB_QP_SQ_PSN).then_some(attr.sq_psn);
     m.timeout = has(bindings::ib_qp_attr_mask_IB_QP_TIMEOUT).then_some(attr.timeout);
@@ -608,7 +610,7 @@ impl<T: Verbs> Adapter<T> {
                     QpObject::<T>::wait_unheld(qp);
                 })?;
                 let Ok(()) = QpObject::<T>::init_data(qp, data);
-                (*qp).qp_num = qpn;
+                (*qp).qp_num = qpn.get();
                 cap.write_to(&mut init.cap);
             }
             Ok(0)
@@ -656,7 +658,7 @@ impl<T: Verbs> Adapter<T> {
                 attr.cur_qp_state = state;
                 attr.path_mtu = q.path_mtu;
                 attr.qp_access_flags = q.access_flags.bits() as i32;
-                attr.dest_qp_num = q.dest_qpn;
+                attr.dest_qp_num = q.dest_qpn.get();
                 attr.rq_psn = q.rq_psn;
                 attr.sq_psn = q.sq_psn;
                 attr.timeout = q.timeout;

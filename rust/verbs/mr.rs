@@ -5,7 +5,7 @@
 
 use crate::{
     device::RsoftDevice,
-    ib::{self, Access, Memory, MrRereg, PdId},
+    ib::{self, Access, Key, Memory, MrRereg, PdId},
     mr::{Mr, MrEntry},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -20,7 +20,7 @@ impl ib::MrOps for Mr {
         mem: Memory,
         iova: u64,
         access: Access,
-    ) -> Result<(u32, impl PinInit<Self>)> {
+    ) -> Result<(Key, impl PinInit<Self>)> {
         let mr = Arc::new(
             MrEntry {
                 pd,
@@ -33,7 +33,7 @@ impl ib::MrOps for Mr {
         let inserted = dev.net.mrs.insert(mr);
         // A refused MR is dropped here, outside the lock (it unpins).
         let key = inserted.map_err(|_| ENOMEM)?;
-        Ok((key.raw(), Mr { key }))
+        Ok((key.key(), Mr { key }))
     }
 
     fn deregister(self: Pin<&Self>, dev: &RsoftDevice) {

@@ -8,7 +8,10 @@ use crate::{
     cq::RsoftCq,
     device::RsoftDevice,
     engine::{self, Ctx},
-    ib::{self, QpCap, QpInitAttr, QpModify, QpQuery, QpState, QpType, RecvWrs, SendOp, SendWrs},
+    ib::{
+        self, QpCap, QpInitAttr, QpModify, QpNum, QpQuery, QpState, QpType, RecvWrs, SendOp,
+        SendWrs,
+    },
     limits::{self, queue_size},
     qp::{Qp, QpShared, Qpn},
     srq::Srq,
@@ -25,7 +28,7 @@ impl ib::QpOps for Qp {
     fn create(
         dev: &RsoftDevice,
         mut attr: QpInitAttr<'_, Self>,
-    ) -> Result<(u32, QpCap, impl PinInit<Self>)> {
+    ) -> Result<(QpNum, QpCap, impl PinInit<Self>)> {
         let cap = &mut attr.cap;
         cap.max_send_wr = queue_size(cap.max_send_wr, limits::MAX_QP_WR)?;
         cap.max_recv_wr = queue_size(cap.max_recv_wr, limits::MAX_QP_WR)?;
@@ -44,7 +47,7 @@ impl ib::QpOps for Qp {
         let cap = attr.cap;
         let shared = QpShared::new(dev.net.clone(), attr, qpn)?;
         slot.fill(shared.clone());
-        Ok((qpn.raw(), cap, Qp { shared }))
+        Ok((qpn.num(), cap, Qp { shared }))
     }
 
     fn modify(&self, dev: &RsoftDevice, m: &QpModify) -> Result {
@@ -79,7 +82,7 @@ impl ib::QpOps for Qp {
         // Whoever still runs or completes on the QP finishes first.
         qp.close();
         // A peer waiting on RNR for this QP now gets no answer.
-        let peer = Qpn::from_raw(qp.inner.lock().attr.dest_qpn);
+        let peer = Qpn::of(qp.inner.lock().attr.dest_qpn);
         if qp.qp_type != QpType::Ud && peer != qp.qpn {
             if let Some(peer) = dev.net.qp(peer) {
                 engine::kick(&dev.net, &peer, Ctx::of(qp));
