@@ -92,7 +92,11 @@ expect "rdma stat show lists rsoft0/1 with its counters" \
 # --- CQ attributes in the core's resource tracking (the server's CQ)
 ibv_rc_pingpong -d rsoft0 -p 18999 -r 77 >/dev/null 2>&1 &
 holder=$!
-sleep 3
+# Until the server has made its CQ (seconds on a busy TCG guest).
+for _ in $(seq 300); do
+	rdma res show cq dev rsoft0 | grep -q ibv_rc_pingpong && break
+	sleep 0.1
+done
 expect "rdma res show cq -dd: depth, queued, armed, overrun" \
 	'dev rsoft0 .*cqe 78 .*drv_depth 78 drv_queued 0 drv_armed 0 drv_overrun 0 drv_overruns 0' \
 	rdma -dd res show cq dev rsoft0
