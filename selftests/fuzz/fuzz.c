@@ -10,6 +10,7 @@
  * line; on a violation, the op that found it and the ops before it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,11 +108,42 @@ static int poll_cq(struct ibv_cq *cq, int max)
 	return n;
 }
 
+/* The lane whose tiny CQ @cq is (its a's), or NULL. */
+static struct lane *tiny_lane(struct ibv_cq *cq)
+{
+	for (int i = 0; i < nlanes; i++)
+		if (lanes[i].tiny && lanes[i].acq == cq)
+			return &lanes[i];
+	return NULL;
+}
+
+/*
+ * An overrun CQ gives the completions queued before the overrun, in
+ * order; then the first poll of the drained ring returns 0 (uverbs polls
+ * one CQE at a time and stops at 0) and every later poll fails.
+ */
+static int overrun_poll(struct lane *t, int n, int max)
+{
+	if (n < 0 && t->drained && !t->ea.len)
+		return 0;
+	if (n < 0 || (n < max && t->ea.len) || (!n && t->drained)) {
+		violation("lane %d: poll of the overrun CQ returned %d (of %d), %d completions left, %s drained",
+			  t->id, n, max, t->ea.len, t->drained ? "found" : "not");
+		return -1;
+	}
+	if (n < max)
+		t->drained = 1;
+	return n;
+}
+
 static int poll_and_check(struct ibv_cq *cq, int max)
 {
+	struct lane *t = tiny_lane(cq);
 	struct ibv_wc wc[16];
 	int n = ibv_poll_cq(cq, max, wc);
 
+	if (t && t->a_overrun && n < 0)
+		return overrun_poll(t, n, max);
 	if (n < 0) {
 		violation("poll_cq failed: %d", n);
 		return -1;
@@ -142,13 +174,56 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 		}
 		pthread_mutex_unlock(&l->lock);
 	}
+	if (t && t->a_overrun)
+		return overrun_poll(t, n, max);
 	return n;
 }
 
-/* The next free slot of @m, or NULL when the lane must go quiet first. */
-static char *take_slot(struct mem *m)
+/*
+ * Reads the async events there are and counts each for its lane: CQ_ERR
+ * of a tiny CQ, SRQ_LIMIT_REACHED. Any thread may read another's.
+ */
+static void async_events(struct ibv_context *ctx)
 {
-	return m->next_slot < NSLOT ? m->base + SLOT * m->next_slot++ : NULL;
+	static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
+	struct ibv_async_event ev;
+
+	pthread_mutex_lock(&async_lock);
+	while (!ibv_get_async_event(ctx, &ev)) {
+		for (int i = 0; i < nlanes; i++) {
+			struct lane *l = &lanes[i];
+
+			if (ev.event_type == IBV_EVENT_CQ_ERR &&
+			    (ev.element.cq == l->acq || ev.element.cq == l->bcq)) {
+				if (!l->tiny || ev.element.cq != l->acq)
+					violation("lane %d: CQ_ERR on a CQ that cannot overrun",
+						  l->id);
+				__atomic_add_fetch(&l->cq_errs, 1, __ATOMIC_SEQ_CST);
+			}
+			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
+			    ev.element.srq == l->srq)
+				__atomic_add_fetch(&l->limit_events, 1, __ATOMIC_SEQ_CST);
+		}
+		ibv_ack_async_event(&ev);
+	}
+	pthread_mutex_unlock(&async_lock);
+}
+
+/* The next @n free slots of @m, or NULL when the lane must go quiet first. */
+static char *take_slots(struct mem *m, int n)
+{
+	char *p = m->base + SLOT * m->next_slot;
+
+	if (m->next_slot + n > NSLOT)
+		return NULL;
+	m->next_slot += n;
+	return p;
+}
+
+/* Slots a WR of lane @l takes: a UD message may be an MTU and a GRH. */
+static int slots(const struct lane *l)
+{
+	return l->type == IBV_QPT_UD ? 2 : 1;
 }
 
 static void fill(struct mem *m, char *p, size_t len, struct rng *r)
@@ -182,6 +257,28 @@ enum fault {
 	REMOTE_RO, MISALIGNED, ATOMIC_LEN, TOO_MANY_SGES, NFAULTS,
 };
 
+/*
+ * UD: 0 to an MTU, some past it; to b's Q_Key, to a's (bit 31), to a
+ * wrong one, or to a (which has no receive), through either AH.
+ */
+static uint32_t build_ud(struct lane *l, struct rng *r, struct mwr *m)
+{
+	int to = below(r, 10), p = below(r, 20);
+
+	m->global = chance(r, 50);
+	m->qpn = to == 9 ? l->a->qp_num : l->b->qp_num;
+	if (to < 6)
+		m->qkey = l->qkey_b;
+	else if (to < 8)
+		m->qkey = 0x80000000 | (uint32_t)rnd(r);
+	else
+		m->qkey = l->qkey_b ^ (1 + below(r, 0xffff));
+	if (!p)
+		return 0;
+	return p < 9 ? 1 + below(r, 64) : p < 17 ? 1 + below(r, UD_MTU) :
+	       p < 19 ? UD_MTU : UD_MTU + 1 + below(r, 64);
+}
+
 static const enum ibv_wr_opcode ops[] = {
 	IBV_WR_SEND, IBV_WR_SEND_WITH_IMM, IBV_WR_RDMA_WRITE,
 	IBV_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_READ,
@@ -196,31 +293,35 @@ static const enum ibv_wr_opcode ops[] = {
 static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 		      struct ibv_sge *sge, struct mwr *m)
 {
-	int uc = l->type == IBV_QPT_UC;
-	enum ibv_wr_opcode op = ops[below(r, uc && chance(r, 95) ? 4 : 7)];
+	int uc = l->type == IBV_QPT_UC, ud = l->type == IBV_QPT_UD;
+	enum ibv_wr_opcode op = ud ? ops[below(r, chance(r, 97) ? 2 : 4)] :
+				ops[below(r, uc && chance(r, 95) ? 4 : 7)];
 	int atomic = op == IBV_WR_ATOMIC_CMP_AND_SWP ||
 		     op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 	int writes_local = atomic || op == IBV_WR_RDMA_READ;
 	enum fault f = chance(r, 15) ? 1 + below(r, NFAULTS - 1) : NO_FAULT;
-	char *aslot = take_slot(&l->am), *bslot = take_slot(&l->bm);
+	char *aslot = take_slots(&l->am, slots(l));
+	char *bslot = ud ? l->bm.base : take_slots(&l->bm, 1);
 	uint32_t len;
 	int refused;
 
 	if (!aslot || !bslot)
 		return -1;
-	if (atomic)
+	memset(wr, 0, sizeof(*wr));
+	memset(m, 0, sizeof(*m));
+	if (ud)
+		len = build_ud(l, r, m);
+	else if (atomic)
 		len = f == ATOMIC_LEN ? 7 : 8;
 	else if (chance(r, 5))
 		len = 0;
 	else
 		len = chance(r, 50) ? 1 + below(r, 64) : 1 + below(r, SLOT / 2);
 	if (!writes_local)
-		fill(&l->am, aslot, SLOT, r);
-	memset(wr, 0, sizeof(*wr));
-	memset(m, 0, sizeof(*m));
+		fill(&l->am, aslot, SLOT * slots(l), r);
 	m->op = op;
 	m->wr_id = (uint64_t)l->id << 32 | ++l->next_id;
-	m->signaled = uc || chance(r, 75);
+	m->signaled = l->type != IBV_QPT_RC || chance(r, 75);
 	m->num_sge = split(r, aslot, len, l->amr->lkey, m->sge);
 	m->raddr = (uintptr_t)bslot + below(r, SLOT / 2 - 16);
 	if (atomic)
@@ -257,7 +358,8 @@ static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 		break;
 	}
 	/* Zero-length SGEs may name anything: the model ignores them too. */
-	refused = f == TOO_MANY_SGES || (uc && writes_local);
+	refused = f == TOO_MANY_SGES || (uc && writes_local) ||
+		  (ud && op != IBV_WR_SEND && op != IBV_WR_SEND_WITH_IMM);
 	memcpy(sge, m->sge, sizeof(m->sge));
 	wr->wr_id = m->wr_id;
 	wr->sg_list = sge;
@@ -265,7 +367,11 @@ static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 	wr->opcode = op;
 	wr->send_flags = m->signaled ? IBV_SEND_SIGNALED : 0;
 	wr->imm_data = m->imm;
-	if (atomic) {
+	if (ud) {
+		wr->wr.ud.ah = m->global ? l->gah : l->ah;
+		wr->wr.ud.remote_qpn = m->qpn;
+		wr->wr.ud.remote_qkey = m->qkey;
+	} else if (atomic) {
 		wr->wr.atomic.remote_addr = m->raddr;
 		wr->wr.atomic.rkey = m->rkey;
 		wr->wr.atomic.compare_add = m->compare_add;
@@ -300,7 +406,7 @@ static int op_post_send(struct lane *l, struct rng *r)
 	struct mwr m[3];
 	int n = 1 + below(r, 3), bad_at = -1, built = 0, ret;
 
-	if (l->sq_len + n > DEPTH || l->am.next_slot + n > NSLOT ||
+	if (l->sq_len + n > DEPTH || l->am.next_slot + n * slots(l) > NSLOT ||
 	    l->bm.next_slot + n > NSLOT)
 		return quiesce(l, r);
 	for (int i = 0; i < n; i++) {
@@ -351,22 +457,24 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 	struct mwr m[2];
 	int n = valid ? 1 : 1 + below(r, 2), bad_at = -1, ret;
 
-	if (l->rq_len + n > DEPTH || l->bm.next_slot + n > NSLOT) {
+	if (l->rq_len + n > DEPTH || l->bm.next_slot + n * slots(l) > NSLOT) {
 		if (!valid)
 			return quiesce(l, r);
 		violation("lane %d: no room for a receive to end an RNR wait", l->id);
 		return -1;
 	}
-	if (l->type == IBV_QPT_UC && drain_a(l))
+	if (l->type != IBV_QPT_RC && drain_a(l))
 		return -1;
 	for (int i = 0; i < n; i++) {
 		int f = valid ? 0 : chance(r, 12) ? 1 + below(r, 3) : 0;
+		/* The largest message fits, GRH space included. */
+		uint32_t most = l->type == IBV_QPT_UD ? GRH_LEN + UD_MTU : SLOT / 2;
 		uint32_t room = f == 2 ? 1 + below(r, 8) :
-				valid ? SLOT / 2 + 64 : 16 + below(r, SLOT / 2 + 64);
+				valid ? most + 64 : 16 + below(r, most + 64);
 
 		memset(&m[i], 0, sizeof(m[i]));
 		m[i].wr_id = (uint64_t)l->id << 32 | ++l->next_id;
-		m[i].num_sge = split(r, take_slot(&l->bm), room,
+		m[i].num_sge = split(r, take_slots(&l->bm, slots(l)), room,
 				     f == 1 ? l->bmr_ro->lkey : l->bmr->lkey, m[i].sge);
 		memcpy(sge[i], m[i].sge, sizeof(m[i].sge));
 		wr[i] = (struct ibv_recv_wr){
@@ -379,7 +487,10 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 	}
 	note(l, "post_recv %d WRs (refused at %d)", n, bad_at);
 	pthread_mutex_lock(&l->lock);
-	ret = ibv_post_recv(l->b, wr, &bad);
+	if (l->srq)
+		ret = ibv_post_srq_recv(l->srq, wr, &bad);
+	else
+		ret = ibv_post_recv(l->b, wr, &bad);
 	for (int i = 0; i < (bad_at < 0 ? n : bad_at); i++)
 		model_post_recv(l, &m[i]);
 	model_run(l);
@@ -387,18 +498,26 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 	return check_post(l, "post_recv", ret, bad_at, bad, wr, sizeof(wr[0]));
 }
 
-/* A signaled zero-length WRITE: when it completes, every WR before it has. */
+/*
+ * A signaled zero-length WRITE (UD: a SEND with a wrong Q_Key, dropped):
+ * when it completes, every WR before it has.
+ */
 static int post_fence(struct lane *l)
 {
+	int ud = l->type == IBV_QPT_UD;
 	struct mwr m = {
 		.wr_id = (uint64_t)l->id << 32 | ++l->next_id,
-		.op = IBV_WR_RDMA_WRITE, .signaled = 1,
+		.op = ud ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, .signaled = 1,
+		.qpn = ud ? l->b->qp_num : 0, .qkey = l->qkey_b ^ 1,
 	};
 	struct ibv_send_wr wr = {
-		.wr_id = m.wr_id, .opcode = IBV_WR_RDMA_WRITE,
+		.wr_id = m.wr_id, .opcode = m.op,
 		.send_flags = IBV_SEND_SIGNALED,
 	}, *bad;
 	int ret;
+
+	if (ud)
+		wr.wr.ud = (typeof(wr.wr.ud)){ l->ah, m.qpn, m.qkey };
 
 	pthread_mutex_lock(&l->lock);
 	ret = ibv_post_send(l->a, &wr, &bad);
@@ -408,19 +527,80 @@ static int post_fence(struct lane *l)
 	return check_post(l, "post_send (fence)", ret, -1, NULL, &wr, sizeof(wr));
 }
 
-/* RESET both QPs (b's receives go without completions) and reconnect. */
+/*
+ * RESET both QPs (b's receives go without completions; an SRQ keeps its
+ * own) and reconnect.
+ */
 static int lane_reset(struct lane *l)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
 	int ret;
 
 	pthread_mutex_lock(&l->lock);
-	l->rq_len = 0;
+	if (!l->srq)
+		l->rq_len = 0;
 	ret = ibv_modify_qp(l->a, &attr, IBV_QP_STATE) ||
 	      ibv_modify_qp(l->b, &attr, IBV_QP_STATE) || lane_connect(l);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
 		violation("lane %d: reset and reconnect failed", l->id);
+	return ret ? -1 : 0;
+}
+
+/*
+ * The async events of a quiet lane: CQ_ERR once if a's CQ overran, each
+ * SRQ limit the model saw reached; the SRQ's limit reads back as armed,
+ * 0 once reached.
+ */
+static int check_events(struct lane *l)
+{
+	struct ibv_srq_attr attr;
+
+	async_events(l->ctx);
+	if (__atomic_load_n(&l->cq_errs, __ATOMIC_SEQ_CST) != l->a_overrun ||
+	    __atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST) != l->limit_due) {
+		violation("lane %d: %d CQ_ERR and %d SRQ_LIMIT_REACHED events, model says %d and %d",
+			  l->id, l->cq_errs, l->limit_events, l->a_overrun,
+			  l->limit_due);
+		return -1;
+	}
+	if (l->srq && (ibv_query_srq(l->srq, &attr) ||
+		       attr.srq_limit != (uint32_t)l->srq_limit)) {
+		violation("lane %d: SRQ limit reads %u, model says %d", l->id,
+			  attr.srq_limit, l->srq_limit);
+		return -1;
+	}
+	return 0;
+}
+
+/* Arms the SRQ limit, at most its size, maybe above its receives. */
+static int arm_srq(struct lane *l, struct rng *r)
+{
+	struct ibv_srq_attr attr = { .srq_limit = 1 + below(r, DEPTH) };
+	int ret;
+
+	note(l, "arm the SRQ limit at %u, %d receives", attr.srq_limit, l->rq_len);
+	pthread_mutex_lock(&l->lock);
+	ret = ibv_modify_srq(l->srq, &attr, IBV_SRQ_LIMIT);
+	if (!ret)
+		l->srq_limit = attr.srq_limit;
+	pthread_mutex_unlock(&l->lock);
+	if (ret)
+		violation("lane %d: modify_srq limit %u: %d", l->id, attr.srq_limit, ret);
+	return ret ? -1 : 0;
+}
+
+/* a's CQ overran: the lane starts again with new CQs and QPs. */
+static int fresh_cqs(struct lane *l, struct rng *r)
+{
+	int ret;
+
+	note(l, "new CQs and QPs after an overrun");
+	pthread_mutex_lock(&l->lock);
+	ret = lane_renew(l, r);
+	pthread_mutex_unlock(&l->lock);
+	if (ret)
+		violation("lane %d: new CQs and QPs after an overrun: %m", l->id);
 	return ret ? -1 : 0;
 }
 
@@ -450,32 +630,40 @@ static int quiesce(struct lane *l, struct rng *r)
 		if (l->bm.next_slot == NSLOT && l->sq_len && !l->rq_len)
 			l->bm.next_slot--;	/* room for one more receive */
 	}
-	if (mem_check(l, &l->am, "a") || mem_check(l, &l->bm, "b"))
+	if (mem_check(l, &l->am, "a") || mem_check(l, &l->bm, "b") ||
+	    check_events(l))
 		return -1;
 	l->am.next_slot = 0;
 	l->bm.next_slot = 0;
-	if (!l->a_err && !l->b_err)
-		return 0;
-	if (qp_state(l->a) != (l->a_err ? IBV_QPS_ERR : IBV_QPS_RTS) ||
-	    qp_state(l->b) != (l->b_err ? IBV_QPS_ERR : IBV_QPS_RTS)) {
-		violation("lane %d: QP states %d/%d, model says a %s, b %s", l->id,
-			  qp_state(l->a), qp_state(l->b), l->a_err ? "ERR" : "RTS",
-			  l->b_err ? "ERR" : "RTS");
-		return -1;
+	if (l->a_err || l->b_err) {
+		if (qp_state(l->a) != (l->a_err ? IBV_QPS_ERR : IBV_QPS_RTS) ||
+		    qp_state(l->b) != (l->b_err ? IBV_QPS_ERR : IBV_QPS_RTS)) {
+			violation("lane %d: QP states %d/%d, model says a %s, b %s",
+				  l->id, qp_state(l->a), qp_state(l->b),
+				  l->a_err ? "ERR" : "RTS", l->b_err ? "ERR" : "RTS");
+			return -1;
+		}
+		if (l->a_overrun ? fresh_cqs(l, r) : lane_reset(l))
+			return -1;
 	}
-	return lane_reset(l);
+	return l->srq && !l->srq_limit && chance(r, 30) ? arm_srq(l, r) : 0;
 }
 
-/* Moves a or b to ERR: everything outstanding on it flushes. */
+/*
+ * Moves a, b or c to ERR: everything outstanding on it flushes, but for
+ * the receives of an SRQ, which stay for the other QPs.
+ */
 static int op_error(struct lane *l, struct rng *r)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-	int b = chance(r, 50), ret;
+	int b = below(r, l->c ? 3 : 2), ret;
+	struct ibv_qp *qp = b == 2 ? l->c : b ? l->b : l->a;
 
-	note(l, "modify %c to ERR", b ? 'b' : 'a');
+	note(l, "modify %c to ERR", 'a' + b);
 	pthread_mutex_lock(&l->lock);
-	ret = ibv_modify_qp(b ? l->b : l->a, &attr, IBV_QP_STATE);
-	model_qp_error(l, b);
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (b < 2)
+		model_qp_error(l, b);
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
@@ -566,11 +754,41 @@ static int op_refused(struct lane *l, struct rng *r)
 			  (void *)bad, (void *)wr);
 		return -1;
 	}
+	/* Nor does a QP on an SRQ. */
+	bad = NULL;
+	ret = l->srq ? ibv_post_recv(l->b, wr, &bad) : EINVAL;
+	if (l->srq && (ret != EINVAL || bad != &wr[0])) {
+		violation("post_recv on a QP of an SRQ: %d, bad_wr %p (head %p)",
+			  ret, (void *)bad, (void *)wr);
+		return -1;
+	}
 	/* A CQ with QPs on it cannot go. */
 	if (!l->shared_cqs && ibv_destroy_cq(l->acq) != EBUSY) {
 		violation("destroy_cq of a CQ in use did not fail with EBUSY");
 		return -1;
 	}
+	return 0;
+}
+
+/*
+ * A tiny CQ is resized to another tiny size: refused (EINVAL) below the
+ * completions it holds.
+ */
+static int resize_tiny(struct lane *l, struct rng *r)
+{
+	int cqe = 1 + below(r, TINY_CQ), want, ret;
+
+	if (l->a_overrun)
+		return 0;
+	want = cqe < l->ea.len ? EINVAL : 0;
+	ret = ibv_resize_cq(l->acq, cqe);
+	if (ret != want || (!ret && l->acq->cqe != cqe)) {
+		violation("lane %d: resize_cq of a CQ holding %d to %d: %d (cqe %d)",
+			  l->id, l->ea.len, cqe, ret, l->acq->cqe);
+		return -1;
+	}
+	if (!ret)
+		l->acq_cap = cqe;
 	return 0;
 }
 
@@ -581,11 +799,11 @@ static int op_resize(struct lane *l, struct rng *r)
 	note(l, "resize CQs to %d", cqe);
 	if (l->shared_cqs)
 		return 0;
-	if (ibv_resize_cq(l->acq, cqe) || ibv_resize_cq(l->bcq, cqe)) {
+	if ((!l->tiny && ibv_resize_cq(l->acq, cqe)) || ibv_resize_cq(l->bcq, cqe)) {
 		violation("resize_cq to %d failed", cqe);
 		return -1;
 	}
-	return 0;
+	return l->tiny ? resize_tiny(l, r) : 0;
 }
 
 /* One random op on lane @l; @single: ops that only one thread may do. */
@@ -703,11 +921,20 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
+	/* The async events are read when a lane goes quiet: without waiting. */
+	fcntl(ctx->async_fd, F_SETFL, fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK);
 	for (nlanes = 0; nlanes < threads * per; nlanes++) {
+		static const enum ibv_qp_type types[] = {
+			IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
+		};
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
-		enum ibv_qp_type type = chance(&r, 70) ? IBV_QPT_RC : IBV_QPT_UC;
+		/* Every run of three lanes or more has each type. */
+		struct lane_kind kind = {
+			.type = types[(seed + nlanes) % 3],
+			.srq = chance(&r, 35), .tiny = chance(&r, 30),
+		};
 
-		if (!pd || lane_open(&lanes[nlanes], ctx, pd, type, acq, bcq, &r,
+		if (!pd || lane_open(&lanes[nlanes], ctx, pd, &kind, acq, bcq, &r,
 				     nlanes)) {
 			printf("not ok - fuzz: lane %d setup: %m\n", nlanes);
 			return 1;
