@@ -287,8 +287,10 @@ static const enum ibv_wr_opcode ops[] = {
 
 /*
  * Builds one send WR of lane @l into @wr/@sge and its model copy @m.
- * Returns 1 when the post must refuse it, 0 when it is accepted, -1 when
- * the lane has no memory left.
+ * Returns 1 when the post must refuse it, 2 when the post must refuse its
+ * whole list (uverbs reads a UD list before the driver sees any of it and
+ * takes only sends there), 0 when it is accepted, -1 when the lane has no
+ * memory left.
  */
 static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 		      struct ibv_sge *sge, struct mwr *m)
@@ -358,8 +360,9 @@ static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 		break;
 	}
 	/* Zero-length SGEs may name anything: the model ignores them too. */
-	refused = f == TOO_MANY_SGES || (uc && writes_local) ||
-		  (ud && op != IBV_WR_SEND && op != IBV_WR_SEND_WITH_IMM);
+	refused = f == TOO_MANY_SGES || (uc && writes_local);
+	if (ud && op != IBV_WR_SEND && op != IBV_WR_SEND_WITH_IMM)
+		refused = 2;
 	memcpy(sge, m->sge, sizeof(m->sge));
 	wr->wr_id = m->wr_id;
 	wr->sg_list = sge;
@@ -404,7 +407,7 @@ static int op_post_send(struct lane *l, struct rng *r)
 	struct ibv_send_wr wr[3], *bad = NULL;
 	struct ibv_sge sge[3][MAX_SGE + 1];
 	struct mwr m[3];
-	int n = 1 + below(r, 3), bad_at = -1, built = 0, ret;
+	int n = 1 + below(r, 3), bad_at = -1, built = 0, whole = 0, ret;
 
 	if (l->sq_len + n > DEPTH || l->am.next_slot + n * slots(l) > NSLOT ||
 	    l->bm.next_slot + n > NSLOT)
@@ -419,7 +422,11 @@ static int op_post_send(struct lane *l, struct rng *r)
 		built++;
 		if (refused && bad_at < 0)
 			bad_at = i;
+		if (refused == 2)
+			whole = 1;
 	}
+	if (whole)
+		bad_at = 0;
 	if (!built)
 		return quiesce(l, r);
 	note(l, "post_send %d WRs (opcode %d first, refused at %d)", built,

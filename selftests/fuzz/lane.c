@@ -97,12 +97,17 @@ static int qps_open(struct lane *l, struct ibv_cq *acq, struct ibv_cq *bcq)
 	l->b = new_qp(l, l->bcq, l->srq);
 	if (!l->a || !l->b)
 		return -1;
-	if (l->srq) {
-		l->c = new_qp(l, l->bcq, l->srq);
-		if (!l->c)
-			return -1;
-	}
-	return lane_connect(l);
+	if (lane_connect(l))
+		return -1;
+	if (!l->srq)
+		return 0;
+	/* c is ready (RESET cannot go to ERR), but nothing comes its way. */
+	l->c = new_qp(l, l->bcq, l->srq);
+	if (!l->c)
+		return -1;
+	if (l->type == IBV_QPT_UD)
+		return ud_ready(l->c, l->qkey_b);
+	return rsoft_connect_access(l->c, l->lid, l->a->qp_num, 7, 0);
 }
 
 static void qps_close(struct lane *l)
