@@ -26,6 +26,7 @@
 #define TRACE		24
 
 static struct lane lanes[MAX_LANES];
+struct stats stats;
 static int nlanes;
 static int failed;
 static char first_violation[512];
@@ -474,10 +475,15 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 		return -1;
 	for (int i = 0; i < n; i++) {
 		int f = valid ? 0 : chance(r, 12) ? 1 + below(r, 3) : 0;
-		/* The largest message fits, GRH space included. */
-		uint32_t most = l->type == IBV_QPT_UD ? GRH_LEN + UD_MTU : SLOT / 2;
+		/*
+		 * The largest message fits, GRH space included. A UD receive
+		 * too short fails b: most are long enough.
+		 */
+		int ud = l->type == IBV_QPT_UD;
+		uint32_t most = ud ? GRH_LEN + UD_MTU : SLOT / 2;
 		uint32_t room = f == 2 ? 1 + below(r, 8) :
-				valid ? most + 64 : 16 + below(r, most + 64);
+				valid || (ud && chance(r, 75)) ? most + 64 :
+				16 + below(r, most + 64);
 
 		memset(&m[i], 0, sizeof(m[i]));
 		m[i].wr_id = (uint64_t)l->id << 32 | ++l->next_id;
@@ -883,6 +889,7 @@ int main(int argc, char **argv)
 	struct ibv_cq *acq = NULL, *bcq = NULL;
 	struct rng r;
 	struct timespec t0, t1;
+	char kinds[256] = "";
 
 	while ((opt = getopt(argc, argv, "s:n:t:l:d:")) != -1) {
 		switch (opt) {
@@ -941,6 +948,10 @@ int main(int argc, char **argv)
 			.srq = chance(&r, 35), .tiny = chance(&r, 30),
 		};
 
+		snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds),
+			 "%s%s%s%s", nlanes ? " " : "lanes ",
+			 kind.type == IBV_QPT_RC ? "RC" : kind.type == IBV_QPT_UC ? "UC" : "UD",
+			 kind.srq ? "+SRQ" : "", kind.tiny && threads == 1 ? "+tiny" : "");
 		if (!pd || lane_open(&lanes[nlanes], ctx, pd, &kind, acq, bcq, &r,
 				     nlanes)) {
 			printf("not ok - fuzz: lane %d setup: %m\n", nlanes);
@@ -981,6 +992,9 @@ int main(int argc, char **argv)
 		printf("ok - fuzz seed %llu: %ld ops, %d threads, %d lanes (%.1f s)\n",
 		       seed, done, threads, nlanes,
 		       t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9);
+		printf("# %s; %ld datagrams received, %ld dropped; %ld CQ overruns; %ld SRQ limits reached\n",
+		       kinds, stats.datagrams, stats.dropped, stats.overruns,
+		       stats.limits);
 		return 0;
 	}
 	printf("not ok - fuzz seed %llu: %ld ops, %d threads: %s\n", seed, nops,

@@ -133,6 +133,18 @@ static inline int chance(struct rng *r, int pct)
 	return below(r, 100) < (uint32_t)pct;
 }
 
+/* What a run went through, for its report (atomic counters). */
+struct stats {
+	long datagrams, dropped, overruns, limits;
+};
+
+extern struct stats stats;
+
+static inline void count(long *c)
+{
+	__atomic_add_fetch(c, 1, __ATOMIC_RELAXED);
+}
+
 /* fuzz.c: reports a violation and ends the run. */
 __printf(1, 2) void violation(const char *fmt, ...);
 

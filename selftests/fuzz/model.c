@@ -37,6 +37,8 @@ static void expect_a(struct lane *l, const struct mwr *w,
 	struct expect e = { .wr_id = w->wr_id, .status = status, .opcode = opcode };
 
 	if (l->tiny && (l->a_overrun || l->ea.len == l->acq_cap)) {
+		if (!l->a_overrun)
+			count(&stats.overruns);
 		l->a_overrun = 1;
 		l->a_err = 1;
 		return;
@@ -52,6 +54,7 @@ static void take_recv(struct lane *l)
 	if (l->srq && l->srq_limit && l->rq_len < l->srq_limit) {
 		l->srq_limit = 0;
 		l->limit_due++;
+		count(&stats.limits);
 	}
 }
 
@@ -262,8 +265,10 @@ static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 		fail_send(l, w, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (w->qpn != l->b->qp_num || l->b_err || qkey != l->qkey_b || !l->rq_len)
+	if (w->qpn != l->b->qp_num || l->b_err || qkey != l->qkey_b || !l->rq_len) {
+		count(&stats.dropped);
 		goto sent;
+	}
 	room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey, 0, 1);
 	if (room < 0 || room < len + GRH_LEN) {
 		fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR);
@@ -287,6 +292,7 @@ static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 		push(&l->eb, &e);
 	}
 	take_recv(l);
+	count(&stats.datagrams);
 sent:
 	if (w->signaled)
 		expect_a(l, w, IBV_WC_SUCCESS, IBV_WC_SEND);
