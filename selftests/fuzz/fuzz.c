@@ -268,7 +268,7 @@ static uint32_t build_ud(struct lane *l, struct rng *r, struct mwr *m)
 
 	m->global = chance(r, 50);
 	m->qpn = to == 9 ? l->a->qp_num : l->b->qp_num;
-	if (to < 6)
+	if (to < 7)
 		m->qkey = l->qkey_b;
 	else if (to < 8)
 		m->qkey = 0x80000000 | (uint32_t)rnd(r);
@@ -482,7 +482,7 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 		int ud = l->type == IBV_QPT_UD;
 		uint32_t most = ud ? GRH_LEN + UD_MTU : SLOT / 2;
 		uint32_t room = f == 2 ? 1 + below(r, 8) :
-				valid || (ud && chance(r, 75)) ? most + 64 :
+				valid || (ud && chance(r, 90)) ? most + 64 :
 				16 + below(r, most + 64);
 
 		memset(&m[i], 0, sizeof(m[i]));
@@ -603,17 +603,17 @@ static int arm_srq(struct lane *l, struct rng *r)
 	return ret ? -1 : 0;
 }
 
-/* a's CQ overran: the lane starts again with new CQs and QPs. */
-static int fresh_cqs(struct lane *l, struct rng *r)
+/* a's CQ overran, or b failed on an SRQ: the lane starts with new QPs. */
+static int fresh_qps(struct lane *l, struct rng *r)
 {
 	int ret;
 
-	note(l, "new CQs and QPs after an overrun");
+	note(l, "new QPs (a's CQ overran %d, b in ERR %d)", l->a_overrun, l->b_err);
 	pthread_mutex_lock(&l->lock);
 	ret = lane_renew(l, r);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
-		violation("lane %d: new CQs and QPs after an overrun: %m", l->id);
+		violation("lane %d: new QPs: %m", l->id);
 	return ret ? -1 : 0;
 }
 
@@ -656,7 +656,9 @@ static int quiesce(struct lane *l, struct rng *r)
 				  l->a_err ? "ERR" : "RTS", l->b_err ? "ERR" : "RTS");
 			return -1;
 		}
-		if (l->a_overrun ? fresh_cqs(l, r) : lane_reset(l))
+		/* Threads may read the QPs of all lanes: those stay. */
+		if (l->a_overrun || (l->srq && l->b_err && !l->shared_cqs) ?
+		    fresh_qps(l, r) : lane_reset(l))
 			return -1;
 	}
 	return l->srq && !l->srq_limit && chance(r, 30) ? arm_srq(l, r) : 0;

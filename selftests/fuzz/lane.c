@@ -129,21 +129,42 @@ static void qps_close(struct lane *l)
 	l->bcq = NULL;
 }
 
+static struct ibv_srq *new_srq(struct lane *l)
+{
+	struct ibv_srq_init_attr attr = {
+		.attr = { .max_wr = DEPTH, .max_sge = MAX_SGE },
+	};
+
+	return ibv_create_srq(l->pd, &attr);
+}
+
 /*
- * After a's CQ overran: new CQs and QPs, memory and MRs kept. b's own
- * receives go with it; an SRQ keeps its own.
+ * New QPs (and CQs, unless shared), memory and MRs kept: after a's CQ
+ * overran, or when b failed on an SRQ (which would hand b the receives
+ * that failed it, one a reset: it is new too). b's own receives go with
+ * it; an SRQ kept keeps its own.
  */
 int lane_renew(struct lane *l, struct rng *r)
 {
+	struct ibv_cq *acq = l->shared_cqs ? l->acq : NULL;
+	struct ibv_cq *bcq = l->shared_cqs ? l->bcq : NULL;
+
 	qps_close(l);
+	if (l->srq && l->b_err) {
+		ibv_destroy_srq(l->srq);
+		l->srq = new_srq(l);
+		l->srq_limit = 0;
+		if (!l->srq)
+			return -1;
+	}
 	l->acq_cap = 1 + below(r, TINY_CQ);
 	l->sq_len = 0;
-	if (!l->srq)
+	if (!l->srq || l->b_err)
 		l->rq_len = 0;
 	l->a_overrun = 0;
 	l->drained = 0;
 	l->cq_errs = 0;
-	return qps_open(l, NULL, NULL);
+	return qps_open(l, acq, bcq);
 }
 
 /* UD: an AH to our own LID, and one with a GRH to GID 0. */
@@ -203,11 +224,7 @@ int lane_open(struct lane *l, struct ibv_context *ctx, struct ibv_pd *pd,
 	if (l->type == IBV_QPT_UD && ud_open(l, r))
 		return -1;
 	if (kind->srq) {
-		struct ibv_srq_init_attr attr = {
-			.attr = { .max_wr = DEPTH, .max_sge = MAX_SGE },
-		};
-
-		l->srq = ibv_create_srq(pd, &attr);
+		l->srq = new_srq(l);
 		if (!l->srq)
 			return -1;
 	}
