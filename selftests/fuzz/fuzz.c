@@ -66,16 +66,18 @@ static void note(struct lane *l, const char *fmt, ...)
 	va_end(ap);
 }
 
-static struct lane *lane_of(uint32_t qpn, int *b)
+/* The lane of QP @qpn: *@qp is it, *@b whether it is b's side (b or c). */
+static struct lane *lane_of(uint32_t qpn, int *b, struct ibv_qp **qp)
 {
 	for (int i = 0; i < nlanes; i++) {
-		if (lanes[i].a && lanes[i].a->qp_num == qpn) {
-			*b = 0;
-			return &lanes[i];
-		}
-		if (lanes[i].b && lanes[i].b->qp_num == qpn) {
-			*b = 1;
-			return &lanes[i];
+		struct ibv_qp *qps[] = { lanes[i].a, lanes[i].b, lanes[i].c };
+
+		for (int k = 0; k < 3; k++) {
+			if (qps[k] && qps[k]->qp_num == qpn) {
+				*b = k > 0;
+				*qp = qps[k];
+				return &lanes[i];
+			}
 		}
 	}
 	return NULL;
@@ -150,10 +152,11 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 		return -1;
 	}
 	for (int i = 0; i < n; i++) {
+		struct ibv_qp *qp;
 		struct lane *l;
 		int b;
 
-		l = lane_of(wc[i].qp_num, &b);
+		l = lane_of(wc[i].qp_num, &b, &qp);
 		if (!l) {
 			violation("completion of unknown QP %u, wr_id %llu",
 				  wc[i].qp_num, (unsigned long long)wc[i].wr_id);
@@ -166,8 +169,7 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 			return -1;
 		}
 		/* A completion in error leaves its QP in ERR. */
-		if (wc[i].status != IBV_WC_SUCCESS &&
-		    qp_state(b ? l->b : l->a) != IBV_QPS_ERR) {
+		if (wc[i].status != IBV_WC_SUCCESS && qp_state(qp) != IBV_QPS_ERR) {
 			violation("lane %d: QP %u not in ERR after a %s completion",
 				  l->id, wc[i].qp_num, ibv_wc_status_str(wc[i].status));
 			pthread_mutex_unlock(&l->lock);
@@ -267,7 +269,9 @@ static uint32_t build_ud(struct lane *l, struct rng *r, struct mwr *m)
 	int to = below(r, 10), p = below(r, 20);
 
 	m->global = chance(r, 50);
-	m->qpn = to == 9 ? l->a->qp_num : l->b->qp_num;
+	/* b and c share the SRQ: either may take its next receive. */
+	m->qpn = to == 9 ? l->a->qp_num : l->c && chance(r, 40) ?
+		 l->c->qp_num : l->b->qp_num;
 	if (to < 7)
 		m->qkey = l->qkey_b;
 	else if (to < 8)
@@ -541,7 +545,7 @@ static int post_fence(struct lane *l)
 }
 
 /*
- * RESET both QPs (b's receives go without completions; an SRQ keeps its
+ * RESET the QPs (b's receives go without completions; an SRQ keeps its
  * own) and reconnect.
  */
 static int lane_reset(struct lane *l)
@@ -553,7 +557,8 @@ static int lane_reset(struct lane *l)
 	if (!l->srq)
 		l->rq_len = 0;
 	ret = ibv_modify_qp(l->a, &attr, IBV_QP_STATE) ||
-	      ibv_modify_qp(l->b, &attr, IBV_QP_STATE) || lane_connect(l);
+	      ibv_modify_qp(l->b, &attr, IBV_QP_STATE) ||
+	      (l->c && ibv_modify_qp(l->c, &attr, IBV_QP_STATE)) || lane_connect(l);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
 		violation("lane %d: reset and reconnect failed", l->id);
@@ -603,14 +608,14 @@ static int arm_srq(struct lane *l, struct rng *r)
 	return ret ? -1 : 0;
 }
 
-/* a's CQ overran, or b failed on an SRQ: the lane starts with new QPs. */
-static int fresh_qps(struct lane *l, struct rng *r)
+/* a's CQ overran, or the SRQ holds stale receives: new QPs (and SRQ). */
+static int fresh_qps(struct lane *l, struct rng *r, int new_srq)
 {
 	int ret;
 
-	note(l, "new QPs (a's CQ overran %d, b in ERR %d)", l->a_overrun, l->b_err);
+	note(l, "new QPs (a's CQ overran %d), new SRQ %d", l->a_overrun, new_srq);
 	pthread_mutex_lock(&l->lock);
-	ret = lane_renew(l, r);
+	ret = lane_renew(l, r, new_srq);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
 		violation("lane %d: new QPs: %m", l->id);
@@ -625,6 +630,7 @@ static int fresh_qps(struct lane *l, struct rng *r)
 static int quiesce(struct lane *l, struct rng *r)
 {
 	time_t end = time(NULL) + 20;
+	int stale;
 
 	note(l, "quiesce");
 	if (l->sq_len < DEPTH && post_fence(l))
@@ -648,17 +654,20 @@ static int quiesce(struct lane *l, struct rng *r)
 		return -1;
 	l->am.next_slot = 0;
 	l->bm.next_slot = 0;
-	if (l->a_err || l->b_err) {
+	/* Threads may read the QPs of all lanes: those stay. */
+	stale = l->srq && !l->shared_cqs && model_stale_recvs(l);
+	if (l->a_err || l->b_err || l->c_err || stale) {
 		if (qp_state(l->a) != (l->a_err ? IBV_QPS_ERR : IBV_QPS_RTS) ||
-		    qp_state(l->b) != (l->b_err ? IBV_QPS_ERR : IBV_QPS_RTS)) {
-			violation("lane %d: QP states %d/%d, model says a %s, b %s",
+		    qp_state(l->b) != (l->b_err ? IBV_QPS_ERR : IBV_QPS_RTS) ||
+		    (l->c && qp_state(l->c) != (l->c_err ? IBV_QPS_ERR : IBV_QPS_RTS))) {
+			violation("lane %d: QP states %d/%d/%d, model says a %s, b %s, c %s",
 				  l->id, qp_state(l->a), qp_state(l->b),
-				  l->a_err ? "ERR" : "RTS", l->b_err ? "ERR" : "RTS");
+				  l->c ? (int)qp_state(l->c) : -1,
+				  l->a_err ? "ERR" : "RTS", l->b_err ? "ERR" : "RTS",
+				  l->c_err ? "ERR" : "RTS");
 			return -1;
 		}
-		/* Threads may read the QPs of all lanes: those stay. */
-		if (l->a_overrun || (l->srq && l->b_err && !l->shared_cqs) ?
-		    fresh_qps(l, r) : lane_reset(l))
+		if (l->a_overrun || stale ? fresh_qps(l, r, stale) : lane_reset(l))
 			return -1;
 	}
 	return l->srq && !l->srq_limit && chance(r, 30) ? arm_srq(l, r) : 0;
@@ -677,8 +686,7 @@ static int op_error(struct lane *l, struct rng *r)
 	note(l, "modify %c to ERR", 'a' + b);
 	pthread_mutex_lock(&l->lock);
 	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
-	if (b < 2)
-		model_qp_error(l, b);
+	model_qp_error(l, b);
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
@@ -994,9 +1002,9 @@ int main(int argc, char **argv)
 		printf("ok - fuzz seed %llu: %ld ops, %d threads, %d lanes (%.1f s)\n",
 		       seed, done, threads, nlanes,
 		       t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-		printf("# %s; %ld datagrams received, %ld dropped; %ld CQ overruns; %ld SRQ limits reached\n",
-		       kinds, stats.datagrams, stats.dropped, stats.overruns,
-		       stats.limits);
+		printf("# %s; %ld datagrams received by b, %ld by c, %ld dropped; %ld CQ overruns; %ld SRQ limits reached\n",
+		       kinds, stats.datagrams, stats.to_c, stats.dropped,
+		       stats.overruns, stats.limits);
 		return 0;
 	}
 	printf("not ok - fuzz seed %llu: %ld ops, %d threads: %s\n", seed, nops,

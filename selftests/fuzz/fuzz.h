@@ -44,6 +44,7 @@ struct expect {
 	int imm;		/* 1: IBV_WC_WITH_IMM with imm_data imm_val */
 	uint32_t imm_val;
 	int grh;		/* UD: 1 with IBV_WC_GRH */
+	int c;			/* UD: a completion of c, not b */
 };
 
 /* A posted WR the model has not executed yet. */
@@ -76,7 +77,7 @@ struct lane {
 	int shared_cqs;
 	struct ibv_qp *a, *b;
 	struct ibv_srq *srq;		/* b's receives, or NULL */
-	struct ibv_qp *c;		/* a second QP on srq, never connected */
+	struct ibv_qp *c;		/* a second QP on srq: UD datagrams only */
 	struct ibv_ah *ah, *gah;	/* UD: to our LID, and with a GRH */
 	uint32_t qkey_a, qkey_b;	/* UD: the QPs' Q_Keys */
 	uint16_t lid;
@@ -97,7 +98,7 @@ struct lane {
 	int sq_head, sq_len;
 	struct mwr rq[DEPTH];		/* b's (or the SRQ's) receives not consumed */
 	int rq_head, rq_len;
-	int a_err, b_err;		/* the model's QP states */
+	int a_err, b_err, c_err;	/* the model's QP states */
 	int a_overrun;			/* acq lost a completion */
 	int drained;			/* acq overran and a poll found it empty */
 	int srq_limit;			/* the model's armed SRQ limit */
@@ -135,7 +136,7 @@ static inline int chance(struct rng *r, int pct)
 
 /* What a run went through, for its report (atomic counters). */
 struct stats {
-	long datagrams, dropped, overruns, limits;
+	long datagrams, to_c, dropped, overruns, limits;
 };
 
 extern struct stats stats;
@@ -160,15 +161,16 @@ int lane_open(struct lane *l, struct ibv_context *ctx, struct ibv_pd *pd,
 	      struct ibv_cq *bcq, struct rng *r, int id);
 void lane_close(struct lane *l);
 int lane_connect(struct lane *l);
-int lane_renew(struct lane *l, struct rng *r);
+int lane_renew(struct lane *l, struct rng *r, int fresh_srq);
 int mem_check(struct lane *l, struct mem *m, const char *side);
 
 /* model.c */
 void model_post_send(struct lane *l, const struct mwr *w);
 void model_post_recv(struct lane *l, const struct mwr *w);
-void model_qp_error(struct lane *l, int b);
+void model_qp_error(struct lane *l, int qp);
 void model_run(struct lane *l);
 int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc);
 int model_pending(struct lane *l);
+int model_stale_recvs(struct lane *l);
 
 #endif /* RSOFT_FUZZ_H */

@@ -72,16 +72,23 @@ static int ud_ready(struct ibv_qp *qp, uint32_t qkey)
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
 }
 
-/* Moves both QPs (in RESET) to RTS towards each other. */
+/*
+ * Moves the QPs (in RESET) to RTS: a and b towards each other; c, on UD
+ * the second destination of a, on RC and UC towards a, which sends it
+ * nothing.
+ */
 int lane_connect(struct lane *l)
 {
 	l->a_err = 0;
 	l->b_err = 0;
+	l->c_err = 0;
 	if (l->type == IBV_QPT_UD)
-		return ud_ready(l->a, l->qkey_a) || ud_ready(l->b, l->qkey_b);
+		return ud_ready(l->a, l->qkey_a) || ud_ready(l->b, l->qkey_b) ||
+		       (l->c && ud_ready(l->c, l->qkey_b));
 	/* rnr_retry 7: a send waits for its receive, as the model says. */
 	return rsoft_connect_access(l->a, l->lid, l->b->qp_num, 7, 0) ||
-	       rsoft_connect_access(l->b, l->lid, l->a->qp_num, 7, l->qp_rights);
+	       rsoft_connect_access(l->b, l->lid, l->a->qp_num, 7, l->qp_rights) ||
+	       (l->c && rsoft_connect_access(l->c, l->lid, l->a->qp_num, 7, 0));
 }
 
 /* The lane's CQs (unless shared) and QPs, connected. */
@@ -95,19 +102,10 @@ static int qps_open(struct lane *l, struct ibv_cq *acq, struct ibv_cq *bcq)
 		return -1;
 	l->a = new_qp(l, l->acq, NULL);
 	l->b = new_qp(l, l->bcq, l->srq);
-	if (!l->a || !l->b)
+	l->c = l->srq ? new_qp(l, l->bcq, l->srq) : NULL;
+	if (!l->a || !l->b || (l->srq && !l->c))
 		return -1;
-	if (lane_connect(l))
-		return -1;
-	if (!l->srq)
-		return 0;
-	/* c is ready (RESET cannot go to ERR), but nothing comes its way. */
-	l->c = new_qp(l, l->bcq, l->srq);
-	if (!l->c)
-		return -1;
-	if (l->type == IBV_QPT_UD)
-		return ud_ready(l->c, l->qkey_b);
-	return rsoft_connect_access(l->c, l->lid, l->a->qp_num, 7, 0);
+	return lane_connect(l);
 }
 
 static void qps_close(struct lane *l)
@@ -140,17 +138,17 @@ static struct ibv_srq *new_srq(struct lane *l)
 
 /*
  * New QPs (and CQs, unless shared), memory and MRs kept: after a's CQ
- * overran, or when b failed on an SRQ (which would hand b the receives
- * that failed it, one a reset: it is new too). b's own receives go with
+ * overran, or with a new SRQ (@fresh_srq) when the old one holds receives
+ * that would fail its QPs one reset at a time. b's own receives go with
  * it; an SRQ kept keeps its own.
  */
-int lane_renew(struct lane *l, struct rng *r)
+int lane_renew(struct lane *l, struct rng *r, int fresh_srq)
 {
 	struct ibv_cq *acq = l->shared_cqs ? l->acq : NULL;
 	struct ibv_cq *bcq = l->shared_cqs ? l->bcq : NULL;
 
 	qps_close(l);
-	if (l->srq && l->b_err) {
+	if (fresh_srq) {
 		ibv_destroy_srq(l->srq);
 		l->srq = new_srq(l);
 		l->srq_limit = 0;
@@ -159,7 +157,7 @@ int lane_renew(struct lane *l, struct rng *r)
 	}
 	l->acq_cap = 1 + below(r, TINY_CQ);
 	l->sq_len = 0;
-	if (!l->srq || l->b_err)
+	if (!l->srq || fresh_srq)
 		l->rq_len = 0;
 	l->a_overrun = 0;
 	l->drained = 0;

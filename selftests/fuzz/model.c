@@ -58,25 +58,35 @@ static void take_recv(struct lane *l)
 	}
 }
 
-/* b's oldest receive completes with @status (an error or a flush). */
-static void fail_recv(struct lane *l, enum ibv_wc_status status)
+/*
+ * b's (@c: c's) oldest receive completes with @status (an error or a
+ * flush).
+ */
+static void fail_recv(struct lane *l, enum ibv_wc_status status, int c)
 {
-	struct expect e = { .wr_id = l->rq[l->rq_head].wr_id, .status = status };
+	struct expect e = {
+		.wr_id = l->rq[l->rq_head].wr_id, .status = status, .c = c,
+	};
 
 	push(&l->eb, &e);
 	take_recv(l);
 }
 
-/* A QP in ERR flushes its receives; those of an SRQ stay in the SRQ. */
-void model_qp_error(struct lane *l, int b)
+/*
+ * QP a, b or c (@qp 0, 1, 2) goes to ERR. It flushes its receives; those
+ * of an SRQ stay in the SRQ.
+ */
+void model_qp_error(struct lane *l, int qp)
 {
-	if (!b) {
+	if (qp == 0)
 		l->a_err = 1;
+	if (qp == 2)
+		l->c_err = 1;
+	if (qp != 1)
 		return;
-	}
 	l->b_err = 1;
 	while (l->rq_len && !l->srq)
-		fail_recv(l, IBV_WC_WR_FLUSH_ERR);
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR, 0);
 }
 
 static enum ibv_wc_opcode send_opcode(enum ibv_wr_opcode op)
@@ -250,12 +260,14 @@ static void grh(const struct lane *l, uint32_t len, unsigned char *h)
 
 /*
  * A UD send: sender errors stay at the sender; whatever does not reach a
- * ready receive of b with its Q_Key is dropped; a receive in error (no
- * room for GRH + payload, or not writable) is b's alone.
+ * ready receive of b (or c, on the same SRQ) with its Q_Key is dropped; a
+ * receive in error (no room for GRH + payload, or not writable) is the
+ * receiver's alone.
  */
 static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 {
 	uint32_t qkey = w->qkey & 0x80000000 ? l->qkey_a : w->qkey;
+	int c = l->c && w->qpn == l->c->qp_num;
 	struct mwr *recv = &l->rq[l->rq_head];
 	unsigned char h[GRH_LEN];
 	char buf[SLOT];
@@ -265,14 +277,15 @@ static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 		fail_send(l, w, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if (w->qpn != l->b->qp_num || l->b_err || qkey != l->qkey_b || !l->rq_len) {
+	if ((w->qpn != l->b->qp_num && !c) || (c ? l->c_err : l->b_err) ||
+	    qkey != l->qkey_b || !l->rq_len) {
 		count(&stats.dropped);
 		goto sent;
 	}
 	room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey, 0, 1);
 	if (room < 0 || room < len + GRH_LEN) {
-		fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR);
-		model_qp_error(l, 1);
+		fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, c);
+		model_qp_error(l, 1 + c);
 		goto sent;
 	}
 	if (w->global) {
@@ -286,13 +299,13 @@ static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 			.wr_id = recv->wr_id, .status = IBV_WC_SUCCESS,
 			.opcode = IBV_WC_RECV, .byte_len = GRH_LEN + len,
 			.imm = w->op != IBV_WR_SEND, .imm_val = w->imm,
-			.grh = w->global,
+			.grh = w->global, .c = c,
 		};
 
 		push(&l->eb, &e);
 	}
 	take_recv(l);
-	count(&stats.datagrams);
+	count(c ? &stats.to_c : &stats.datagrams);
 sent:
 	if (w->signaled)
 		expect_a(l, w, IBV_WC_SUCCESS, IBV_WC_SEND);
@@ -365,7 +378,7 @@ static int run_one(struct lane *l, const struct mwr *w)
 		if (room < 0 || room < len) {
 			if (!rc)
 				goto sent;	/* UC: dropped, receive stays */
-			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR);
+			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, 0);
 			model_qp_error(l, 1);
 			fail_send(l, w, room < 0 ? IBV_WC_REM_OP_ERR :
 				  IBV_WC_REM_INV_REQ_ERR);
@@ -409,14 +422,14 @@ void model_post_recv(struct lane *l, const struct mwr *w)
 {
 	l->rq[(l->rq_head + l->rq_len++) % DEPTH] = *w;
 	if (l->b_err && !l->srq)
-		fail_recv(l, IBV_WC_WR_FLUSH_ERR);
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR, 0);
 }
 
 /* Checks a polled completion of a (b = 0) or b against the model. */
 int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 {
 	struct fifo *f = b ? &l->eb : &l->ea;
-	struct ibv_qp *qp = b ? l->b : l->a;
+	struct ibv_qp *qp;
 	struct expect *e;
 	int ok;
 
@@ -427,6 +440,7 @@ int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 		return -1;
 	}
 	e = &f->e[f->head];
+	qp = !b ? l->a : e->c ? l->c : l->b;
 	ok = wc->wr_id == e->wr_id && wc->status == e->status &&
 	     wc->qp_num == qp->qp_num;
 	if (ok && e->status == IBV_WC_SUCCESS) {
@@ -453,6 +467,21 @@ int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 	f->head = (f->head + 1) % (MAX_EXPECT + DEPTH);
 	f->len--;
 	return 0;
+}
+
+/* Receives queued that name b's memory through a deregistered key. */
+int model_stale_recvs(struct lane *l)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->rq_len; i++) {
+		const struct mwr *w = &l->rq[(l->rq_head + i) % DEPTH];
+
+		for (int k = 0; k < w->num_sge; k++)
+			n += w->sge[k].length && w->sge[k].lkey != l->bmr->lkey &&
+			     w->sge[k].lkey != l->bmr_ro->lkey;
+	}
+	return n;
 }
 
 /* Completions still to come, and sends still waiting for receives. */
