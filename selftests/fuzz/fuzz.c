@@ -406,6 +406,7 @@ static int check_post(struct lane *l, const char *what, int ret, int bad_at,
 }
 
 static int quiesce(struct lane *l, struct rng *r);
+static int check_events(struct lane *l);
 
 static int op_post_send(struct lane *l, struct rng *r)
 {
@@ -442,7 +443,9 @@ static int op_post_send(struct lane *l, struct rng *r)
 		model_post_send(l, &m[i]);
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
-	return check_post(l, "post_send", ret, bad_at, bad, wr, sizeof(wr[0]));
+	/* Events come in the system call that causes them. */
+	return check_post(l, "post_send", ret, bad_at, bad, wr, sizeof(wr[0])) ||
+	       check_events(l);
 }
 
 /* Waits until a's completions are all in (UC receives rely on it). */
@@ -512,7 +515,8 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 		model_post_recv(l, &m[i]);
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
-	return check_post(l, "post_recv", ret, bad_at, bad, wr, sizeof(wr[0]));
+	return check_post(l, "post_recv", ret, bad_at, bad, wr, sizeof(wr[0])) ||
+	       check_events(l);
 }
 
 /*
@@ -566,7 +570,7 @@ static int lane_reset(struct lane *l)
 }
 
 /*
- * The async events of a quiet lane: CQ_ERR once if a's CQ overran, each
+ * The async events of a lane so far: CQ_ERR once if a's CQ overran, each
  * SRQ limit the model saw reached; the SRQ's limit reads back as armed,
  * 0 once reached.
  */
@@ -591,10 +595,12 @@ static int check_events(struct lane *l)
 	return 0;
 }
 
-/* Arms the SRQ limit, at most its size, maybe above its receives. */
+/* Arms the SRQ limit, at most its size, often below its receives. */
 static int arm_srq(struct lane *l, struct rng *r)
 {
-	struct ibv_srq_attr attr = { .srq_limit = 1 + below(r, DEPTH) };
+	struct ibv_srq_attr attr = {
+		.srq_limit = 1 + below(r, l->rq_len && chance(r, 50) ? l->rq_len : DEPTH),
+	};
 	int ret;
 
 	note(l, "arm the SRQ limit at %u, %d receives", attr.srq_limit, l->rq_len);
