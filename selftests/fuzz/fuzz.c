@@ -206,6 +206,9 @@ static void async_events(struct ibv_context *ctx)
 			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 			    ev.element.srq == l->srq)
 				__atomic_add_fetch(&l->limit_events, 1, __ATOMIC_SEQ_CST);
+			if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED &&
+			    l->c && (ev.element.qp == l->b || ev.element.qp == l->c))
+				__atomic_add_fetch(&l->last_wqes, 1, __ATOMIC_SEQ_CST);
 		}
 		ibv_ack_async_event(&ev);
 	}
@@ -571,8 +574,8 @@ static int lane_reset(struct lane *l)
 
 /*
  * The async events of a lane so far: CQ_ERR once if a's CQ overran, each
- * SRQ limit the model saw reached; the SRQ's limit reads back as armed,
- * 0 once reached.
+ * SRQ limit the model saw reached, a LAST_WQE_REACHED each time b or c
+ * entered ERR; the SRQ's limit reads back as armed, 0 once reached.
  */
 static int check_events(struct lane *l)
 {
@@ -580,10 +583,11 @@ static int check_events(struct lane *l)
 
 	async_events(l->ctx);
 	if (__atomic_load_n(&l->cq_errs, __ATOMIC_SEQ_CST) != l->a_overrun ||
-	    __atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST) != l->limit_due) {
-		violation("lane %d: %d CQ_ERR and %d SRQ_LIMIT_REACHED events, model says %d and %d",
-			  l->id, l->cq_errs, l->limit_events, l->a_overrun,
-			  l->limit_due);
+	    __atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST) != l->limit_due ||
+	    __atomic_load_n(&l->last_wqes, __ATOMIC_SEQ_CST) != l->last_wqe_due) {
+		violation("lane %d: %d CQ_ERR, %d SRQ_LIMIT_REACHED and %d LAST_WQE_REACHED events, model says %d, %d and %d",
+			  l->id, l->cq_errs, l->limit_events, l->last_wqes,
+			  l->a_overrun, l->limit_due, l->last_wqe_due);
 		return -1;
 	}
 	if (l->srq && (ibv_query_srq(l->srq, &attr) ||

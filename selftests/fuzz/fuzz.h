@@ -104,6 +104,7 @@ struct lane {
 	int srq_limit;			/* the model's armed SRQ limit */
 	int limit_due, limit_events;	/* SRQ_LIMIT_REACHED expected, seen */
 	int cq_errs;			/* CQ_ERR events of acq seen */
+	int last_wqe_due, last_wqes;	/* QP_LAST_WQE_REACHED of b, c */
 	struct fifo ea, eb;		/* expected completions of acq, bcq */
 	pthread_mutex_t lock;		/* the fifos, when CQs are shared */
 	uint64_t next_id;

@@ -74,10 +74,13 @@ static void fail_recv(struct lane *l, enum ibv_wc_status status, int c)
 
 /*
  * QP a, b or c (@qp 0, 1, 2) goes to ERR. It flushes its receives; those
- * of an SRQ stay in the SRQ.
+ * of an SRQ stay in the SRQ, and a QP of an SRQ that enters ERR raises
+ * QP_LAST_WQE_REACHED.
  */
 void model_qp_error(struct lane *l, int qp)
 {
+	if (l->srq && ((qp == 1 && !l->b_err) || (qp == 2 && !l->c_err)))
+		l->last_wqe_due++;
 	if (qp == 0)
 		l->a_err = 1;
 	if (qp == 2)
