@@ -111,12 +111,14 @@ static int poll_cq(struct ibv_cq *cq, int max)
 	return n;
 }
 
-/* The lane whose tiny CQ @cq is (its a's), or NULL. */
-static struct lane *tiny_lane(struct ibv_cq *cq)
+/* The lane whose tiny CQ @cq is (*@b: b's), or NULL. */
+static struct lane *tiny_lane(struct ibv_cq *cq, int *b)
 {
-	for (int i = 0; i < nlanes; i++)
-		if (lanes[i].tiny && lanes[i].acq == cq)
+	for (int i = 0; i < nlanes; i++) {
+		*b = lanes[i].cb.cap && lanes[i].bcq == cq;
+		if (*b || (lanes[i].ca.cap && lanes[i].acq == cq))
 			return &lanes[i];
+	}
 	return NULL;
 }
 
@@ -125,28 +127,34 @@ static struct lane *tiny_lane(struct ibv_cq *cq)
  * order; then the first poll of the drained ring returns 0 (uverbs polls
  * one CQE at a time and stops at 0) and every later poll fails.
  */
-static int overrun_poll(struct lane *t, int n, int max)
+static int overrun_poll(struct lane *t, int b, int n, int max)
 {
-	if (n < 0 && t->drained && !t->ea.len)
+	struct cqm *cq = b ? &t->cb : &t->ca;
+	int left = b ? t->eb.len : t->ea.len;
+
+	if (n < 0 && cq->drained && !left)
 		return 0;
-	if (n < 0 || (n < max && t->ea.len) || (!n && t->drained)) {
-		violation("lane %d: poll of the overrun CQ returned %d (of %d), %d completions left, %s drained",
-			  t->id, n, max, t->ea.len, t->drained ? "found" : "not");
+	if (n < 0 || (n < max && left) || (!n && cq->drained)) {
+		violation("lane %d: poll of %c's overrun CQ returned %d (of %d), %d completions left, %s drained",
+			  t->id, b ? 'b' : 'a', n, max, left,
+			  cq->drained ? "found" : "not");
 		return -1;
 	}
 	if (n < max)
-		t->drained = 1;
+		cq->drained = 1;
 	return n;
 }
 
 static int poll_and_check(struct ibv_cq *cq, int max)
 {
-	struct lane *t = tiny_lane(cq);
+	int tb;
+	struct lane *t = tiny_lane(cq, &tb);
+	int over = t && (tb ? t->cb.overrun : t->ca.overrun);
 	struct ibv_wc wc[16];
 	int n = ibv_poll_cq(cq, max, wc);
 
-	if (t && t->a_overrun && n < 0)
-		return overrun_poll(t, n, max);
+	if (over && n < 0)
+		return overrun_poll(t, tb, n, max);
 	if (n < 0) {
 		violation("poll_cq failed: %d", n);
 		return -1;
@@ -177,8 +185,8 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 		}
 		pthread_mutex_unlock(&l->lock);
 	}
-	if (t && t->a_overrun)
-		return overrun_poll(t, n, max);
+	if (over)
+		return overrun_poll(t, tb, n, max);
 	return n;
 }
 
@@ -198,10 +206,12 @@ static void async_events(struct ibv_context *ctx)
 
 			if (ev.event_type == IBV_EVENT_CQ_ERR &&
 			    (ev.element.cq == l->acq || ev.element.cq == l->bcq)) {
-				if (!l->tiny || ev.element.cq != l->acq)
+				struct cqm *cq = ev.element.cq == l->acq ? &l->ca : &l->cb;
+
+				if (!cq->cap)
 					violation("lane %d: CQ_ERR on a CQ that cannot overrun",
 						  l->id);
-				__atomic_add_fetch(&l->cq_errs, 1, __ATOMIC_SEQ_CST);
+				__atomic_add_fetch(&cq->errs, 1, __ATOMIC_SEQ_CST);
 			}
 			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 			    ev.element.srq == l->srq)
@@ -573,7 +583,7 @@ static int lane_reset(struct lane *l)
 }
 
 /*
- * The async events of a lane so far: CQ_ERR once if a's CQ overran, each
+ * The async events of a lane so far: CQ_ERR once for a CQ that overran, each
  * SRQ limit the model saw reached, a LAST_WQE_REACHED each time b or c
  * entered ERR; the SRQ's limit reads back as armed, 0 once reached.
  */
@@ -582,12 +592,14 @@ static int check_events(struct lane *l)
 	struct ibv_srq_attr attr;
 
 	async_events(l->ctx);
-	if (__atomic_load_n(&l->cq_errs, __ATOMIC_SEQ_CST) != l->a_overrun ||
+	if (__atomic_load_n(&l->ca.errs, __ATOMIC_SEQ_CST) != l->ca.overrun ||
+	    __atomic_load_n(&l->cb.errs, __ATOMIC_SEQ_CST) != l->cb.overrun ||
 	    __atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST) != l->limit_due ||
 	    __atomic_load_n(&l->last_wqes, __ATOMIC_SEQ_CST) != l->last_wqe_due) {
-		violation("lane %d: %d CQ_ERR, %d SRQ_LIMIT_REACHED and %d LAST_WQE_REACHED events, model says %d, %d and %d",
-			  l->id, l->cq_errs, l->limit_events, l->last_wqes,
-			  l->a_overrun, l->limit_due, l->last_wqe_due);
+		violation("lane %d: %d+%d CQ_ERR, %d SRQ_LIMIT_REACHED and %d LAST_WQE_REACHED events, model says %d+%d, %d and %d",
+			  l->id, l->ca.errs, l->cb.errs, l->limit_events,
+			  l->last_wqes, l->ca.overrun, l->cb.overrun,
+			  l->limit_due, l->last_wqe_due);
 		return -1;
 	}
 	if (l->srq && (ibv_query_srq(l->srq, &attr) ||
@@ -618,12 +630,13 @@ static int arm_srq(struct lane *l, struct rng *r)
 	return ret ? -1 : 0;
 }
 
-/* a's CQ overran, or the SRQ holds stale receives: new QPs (and SRQ). */
+/* A CQ overran, or the SRQ holds stale receives: new QPs (and SRQ). */
 static int fresh_qps(struct lane *l, struct rng *r, int new_srq)
 {
 	int ret;
 
-	note(l, "new QPs (a's CQ overran %d), new SRQ %d", l->a_overrun, new_srq);
+	note(l, "new QPs (CQs overran %d/%d), new SRQ %d", l->ca.overrun,
+	     l->cb.overrun, new_srq);
 	pthread_mutex_lock(&l->lock);
 	ret = lane_renew(l, r, new_srq);
 	pthread_mutex_unlock(&l->lock);
@@ -677,7 +690,8 @@ static int quiesce(struct lane *l, struct rng *r)
 				  l->c_err ? "ERR" : "RTS");
 			return -1;
 		}
-		if (l->a_overrun || stale ? fresh_qps(l, r, stale) : lane_reset(l))
+		if (l->ca.overrun || l->cb.overrun || stale ?
+		    fresh_qps(l, r, stale) : lane_reset(l))
 			return -1;
 	}
 	return l->srq && !l->srq_limit && chance(r, 30) ? arm_srq(l, r) : 0;
@@ -804,24 +818,27 @@ static int op_refused(struct lane *l, struct rng *r)
 }
 
 /*
- * A tiny CQ is resized to another tiny size: refused (EINVAL) below the
- * completions it holds.
+ * A CQ is resized to @cqe entries, a tiny one to another tiny size:
+ * refused (EINVAL) below the completions it holds.
  */
-static int resize_tiny(struct lane *l, struct rng *r)
+static int resize(struct lane *l, struct ibv_cq *cq, struct cqm *m,
+		  const struct fifo *f, int cqe, struct rng *r)
 {
-	int cqe = 1 + below(r, TINY_CQ), want, ret;
+	int want, ret;
 
-	if (l->a_overrun)
+	if (m->cap)
+		cqe = 1 + below(r, TINY_CQ);
+	if (m->overrun)
 		return 0;
-	want = cqe < l->ea.len ? EINVAL : 0;
-	ret = ibv_resize_cq(l->acq, cqe);
-	if (ret != want || (!ret && l->acq->cqe != cqe)) {
+	want = cqe < f->len ? EINVAL : 0;
+	ret = ibv_resize_cq(cq, cqe);
+	if (ret != want || (!ret && cq->cqe != cqe)) {
 		violation("lane %d: resize_cq of a CQ holding %d to %d: %d (cqe %d)",
-			  l->id, l->ea.len, cqe, ret, l->acq->cqe);
+			  l->id, f->len, cqe, ret, cq->cqe);
 		return -1;
 	}
-	if (!ret)
-		l->acq_cap = cqe;
+	if (!ret && m->cap)
+		m->cap = cqe;
 	return 0;
 }
 
@@ -832,11 +849,8 @@ static int op_resize(struct lane *l, struct rng *r)
 	note(l, "resize CQs to %d", cqe);
 	if (l->shared_cqs)
 		return 0;
-	if ((!l->tiny && ibv_resize_cq(l->acq, cqe)) || ibv_resize_cq(l->bcq, cqe)) {
-		violation("resize_cq to %d failed", cqe);
-		return -1;
-	}
-	return l->tiny ? resize_tiny(l, r) : 0;
+	return resize(l, l->acq, &l->ca, &l->ea, cqe, r) ||
+	       resize(l, l->bcq, &l->cb, &l->eb, cqe, r);
 }
 
 /* One random op on lane @l; @single: ops that only one thread may do. */
@@ -961,17 +975,21 @@ int main(int argc, char **argv)
 		static const enum ibv_qp_type types[] = {
 			IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD,
 		};
+		static const char * const tiny[] = {
+			"", "+tinyA", "+tinyB", "+tinyAB",
+		};
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
 		/* Every run of three lanes or more has each type. */
 		struct lane_kind kind = {
 			.type = types[(seed + nlanes) % 3],
-			.srq = chance(&r, 35), .tiny = chance(&r, 30),
+			.srq = chance(&r, 35),
+			.tiny = chance(&r, 30) ? 1 + below(&r, 3) : 0,
 		};
 
 		snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds),
 			 "%s%s%s%s", nlanes ? " " : "lanes ",
 			 kind.type == IBV_QPT_RC ? "RC" : kind.type == IBV_QPT_UC ? "UC" : "UD",
-			 kind.srq ? "+SRQ" : "", kind.tiny && threads == 1 ? "+tiny" : "");
+			 kind.srq ? "+SRQ" : "", threads > 1 ? "" : tiny[kind.tiny]);
 		if (!pd || lane_open(&lanes[nlanes], ctx, pd, &kind, acq, bcq, &r,
 				     nlanes)) {
 			printf("not ok - fuzz: lane %d setup: %m\n", nlanes);

@@ -68,6 +68,14 @@ struct fifo {
 	int head, len;
 };
 
+/* What the model knows of a tiny CQ (a's or b's). */
+struct cqm {
+	int cap;		/* its entries; 0: not tiny, never overruns */
+	int overrun;		/* it lost a completion */
+	int drained;		/* it overran and a poll found it empty */
+	int errs;		/* its CQ_ERR events seen */
+};
+
 struct lane {
 	int id;
 	enum ibv_qp_type type;
@@ -84,8 +92,6 @@ struct lane {
 	union ibv_gid gid;		/* the port's GID 0 */
 	uint8_t tclass, hop_limit;	/* of gah's GRH */
 	uint32_t flow_label;
-	int tiny;			/* acq has acq_cap entries: it may overrun */
-	int acq_cap;
 	struct mem am, bm;
 	struct ibv_mr *amr;		/* a's memory, LOCAL_WRITE */
 	struct ibv_mr *amr_ro;		/* a's memory, no LOCAL_WRITE */
@@ -99,11 +105,9 @@ struct lane {
 	struct mwr rq[DEPTH];		/* b's (or the SRQ's) receives not consumed */
 	int rq_head, rq_len;
 	int a_err, b_err, c_err;	/* the model's QP states */
-	int a_overrun;			/* acq lost a completion */
-	int drained;			/* acq overran and a poll found it empty */
+	struct cqm ca, cb;		/* acq's and bcq's */
 	int srq_limit;			/* the model's armed SRQ limit */
 	int limit_due, limit_events;	/* SRQ_LIMIT_REACHED expected, seen */
-	int cq_errs;			/* CQ_ERR events of acq seen */
 	int last_wqe_due, last_wqes;	/* QP_LAST_WQE_REACHED of b, c */
 	struct fifo ea, eb;		/* expected completions of acq, bcq */
 	pthread_mutex_t lock;		/* the fifos, when CQs are shared */
@@ -153,7 +157,8 @@ __printf(1, 2) void violation(const char *fmt, ...);
 /* What kind of lane lane_open() makes. */
 struct lane_kind {
 	enum ibv_qp_type type;
-	int srq, tiny;
+	int srq;
+	int tiny;	/* 1: a's CQ is tiny, 2: b's, 3: both */
 };
 
 /* lane.c */

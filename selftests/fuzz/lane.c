@@ -95,9 +95,10 @@ int lane_connect(struct lane *l)
 static int qps_open(struct lane *l, struct ibv_cq *acq, struct ibv_cq *bcq)
 {
 	l->shared_cqs = acq != NULL;
-	l->acq = acq ? acq : ibv_create_cq(l->ctx, l->tiny ? l->acq_cap : MAX_EXPECT,
+	l->acq = acq ? acq : ibv_create_cq(l->ctx, l->ca.cap ?: MAX_EXPECT,
 					   NULL, NULL, 0);
-	l->bcq = bcq ? bcq : ibv_create_cq(l->ctx, MAX_EXPECT, NULL, NULL, 0);
+	l->bcq = bcq ? bcq : ibv_create_cq(l->ctx, l->cb.cap ?: MAX_EXPECT,
+					   NULL, NULL, 0);
 	if (!l->acq || !l->bcq)
 		return -1;
 	l->a = new_qp(l, l->acq, NULL);
@@ -136,8 +137,14 @@ static struct ibv_srq *new_srq(struct lane *l)
 	return ibv_create_srq(l->pd, &attr);
 }
 
+/* A tiny CQ, or none (@tiny 0), that has not overrun. */
+static void tiny_cq(struct cqm *cq, int tiny, struct rng *r)
+{
+	*cq = (struct cqm){ .cap = tiny ? 1 + below(r, TINY_CQ) : 0 };
+}
+
 /*
- * New QPs (and CQs, unless shared), memory and MRs kept: after a's CQ
+ * New QPs (and CQs, unless shared), memory and MRs kept: after a CQ
  * overran, or with a new SRQ (@fresh_srq) when the old one holds receives
  * that would fail its QPs one reset at a time. b's own receives go with
  * it; an SRQ kept keeps its own.
@@ -155,13 +162,11 @@ int lane_renew(struct lane *l, struct rng *r, int fresh_srq)
 		if (!l->srq)
 			return -1;
 	}
-	l->acq_cap = 1 + below(r, TINY_CQ);
+	tiny_cq(&l->ca, l->ca.cap, r);
+	tiny_cq(&l->cb, l->cb.cap, r);
 	l->sq_len = 0;
 	if (!l->srq || fresh_srq)
 		l->rq_len = 0;
-	l->a_overrun = 0;
-	l->drained = 0;
-	l->cq_errs = 0;
 	return qps_open(l, acq, bcq);
 }
 
@@ -227,8 +232,8 @@ int lane_open(struct lane *l, struct ibv_context *ctx, struct ibv_pd *pd,
 			return -1;
 	}
 	/* Tiny CQs are the lane's own: a shared one would overrun for all. */
-	l->tiny = kind->tiny && !acq;
-	l->acq_cap = 1 + below(r, TINY_CQ);
+	tiny_cq(&l->ca, !acq && kind->tiny & 1, r);
+	tiny_cq(&l->cb, !acq && kind->tiny & 2, r);
 	return qps_open(l, acq, bcq);
 }
 

@@ -28,22 +28,34 @@ static void push(struct fifo *f, const struct expect *e)
 }
 
 /*
- * A completion of a. One that finds a's tiny CQ full is lost: the CQ
- * overruns for good and a goes to ERR, whose flushes are lost too.
+ * A completion of a (@b 0) or of b or c (@b 1). One that finds a tiny CQ
+ * full is lost: the CQ overruns for good, and every completion it loses
+ * puts its QP in ERR (whose flushes are lost too).
  */
+static void expect(struct lane *l, int b, const struct expect *e)
+{
+	struct cqm *cq = b ? &l->cb : &l->ca;
+	struct fifo *f = b ? &l->eb : &l->ea;
+	int qp = b ? 1 + e->c : 0;
+	int in_err = qp == 0 ? l->a_err : qp == 1 ? l->b_err : l->c_err;
+
+	if (!cq->cap || (!cq->overrun && f->len < cq->cap)) {
+		push(f, e);
+		return;
+	}
+	if (!cq->overrun)
+		count(&stats.overruns);
+	cq->overrun = 1;
+	if (!in_err)
+		model_qp_error(l, qp);
+}
+
 static void expect_a(struct lane *l, const struct mwr *w,
 		     enum ibv_wc_status status, enum ibv_wc_opcode opcode)
 {
 	struct expect e = { .wr_id = w->wr_id, .status = status, .opcode = opcode };
 
-	if (l->tiny && (l->a_overrun || l->ea.len == l->acq_cap)) {
-		if (!l->a_overrun)
-			count(&stats.overruns);
-		l->a_overrun = 1;
-		l->a_err = 1;
-		return;
-	}
-	push(&l->ea, &e);
+	expect(l, 0, &e);
 }
 
 /* The oldest receive is taken; from an SRQ, the limit may fire. */
@@ -68,8 +80,9 @@ static void fail_recv(struct lane *l, enum ibv_wc_status status, int c)
 		.wr_id = l->rq[l->rq_head].wr_id, .status = status, .c = c,
 	};
 
-	push(&l->eb, &e);
+	/* Taken first: a lost completion flushes the rest. */
 	take_recv(l);
+	expect(l, 1, &e);
 }
 
 /*
@@ -305,9 +318,9 @@ static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 			.grh = w->global, .c = c,
 		};
 
-		push(&l->eb, &e);
+		take_recv(l);
+		expect(l, 1, &e);
 	}
-	take_recv(l);
 	count(c ? &stats.to_c : &stats.datagrams);
 sent:
 	if (w->signaled)
@@ -398,9 +411,9 @@ static int run_one(struct lane *l, const struct mwr *w)
 			.imm_val = w->imm,
 		};
 
-		push(&l->eb, &e);
+		take_recv(l);
+		expect(l, 1, &e);
 	}
-	take_recv(l);
 sent:
 	if (w->signaled)
 		expect_a(l, w, IBV_WC_SUCCESS, send_opcode(w->op));
