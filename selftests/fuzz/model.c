@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The model of a lane: the verbs contract for one RC or UC QP pair,
+ * The model of a lane: the verbs contract for one RC, UC or UD QP pair,
  * simulated WR by WR in posting order. It predicts each completion (in
  * order, per CQ) and each byte the device writes (into the shadows).
  *
  * It depends on nothing but the order of verbs calls: an RC send that
  * finds no receive waits (rnr_retry 7) until one is posted, whenever the
- * device runs it; the fuzzer posts UC receives only while a's queue is
- * idle, so a UC send finds the same receives whenever it runs. A WR
+ * device runs it; the fuzzer posts UC and UD receives only while a's
+ * queue is idle, so a send finds the same receives whenever it runs. A WR
  * carries at most one fault, so which error wins is never in question.
+ *
+ * A tiny CQ's fill is the model's count of completions not yet polled: a
+ * single-threaded run polls nothing while the device runs a post, and the
+ * device runs a QP in the system call that gave it work.
  */
 #include <string.h>
 
@@ -23,33 +27,82 @@ static void push(struct fifo *f, const struct expect *e)
 	f->e[(f->head + f->len++) % (MAX_EXPECT + DEPTH)] = *e;
 }
 
+/*
+ * A completion of a (@b 0) or of b or c (@b 1). One that finds a tiny CQ
+ * full is lost: the CQ overruns for good, and every completion it loses
+ * puts its QP in ERR (whose flushes are lost too).
+ */
+static void expect(struct lane *l, int b, const struct expect *e)
+{
+	struct cqm *cq = b ? &l->cb : &l->ca;
+	struct fifo *f = b ? &l->eb : &l->ea;
+	int qp = b ? 1 + e->c : 0;
+	int in_err = qp == 0 ? l->a_err : qp == 1 ? l->b_err : l->c_err;
+
+	if (!cq->cap || (!cq->overrun && f->len < cq->cap)) {
+		push(f, e);
+		return;
+	}
+	if (!cq->overrun)
+		count(&stats.overruns);
+	cq->overrun = 1;
+	if (!in_err)
+		model_qp_error(l, qp);
+}
+
 static void expect_a(struct lane *l, const struct mwr *w,
 		     enum ibv_wc_status status, enum ibv_wc_opcode opcode)
 {
 	struct expect e = { .wr_id = w->wr_id, .status = status, .opcode = opcode };
 
-	push(&l->ea, &e);
+	expect(l, 0, &e);
 }
 
-/* b's oldest receive completes with @status (an error or a flush). */
-static void fail_recv(struct lane *l, enum ibv_wc_status status)
+/* The oldest receive is taken; from an SRQ, the limit may fire. */
+static void take_recv(struct lane *l)
 {
-	struct expect e = { .wr_id = l->rq[l->rq_head].wr_id, .status = status };
-
-	push(&l->eb, &e);
 	l->rq_head = (l->rq_head + 1) % DEPTH;
 	l->rq_len--;
+	if (l->srq && l->srq_limit && l->rq_len < l->srq_limit) {
+		l->srq_limit = 0;
+		l->limit_due++;
+		count(&stats.limits);
+	}
 }
 
-void model_qp_error(struct lane *l, int b)
+/*
+ * b's (@c: c's) oldest receive completes with @status (an error or a
+ * flush).
+ */
+static void fail_recv(struct lane *l, enum ibv_wc_status status, int c)
 {
-	if (!b) {
+	struct expect e = {
+		.wr_id = l->rq[l->rq_head].wr_id, .status = status, .c = c,
+	};
+
+	/* Taken first: a lost completion flushes the rest. */
+	take_recv(l);
+	expect(l, 1, &e);
+}
+
+/*
+ * QP a, b or c (@qp 0, 1, 2) goes to ERR. It flushes its receives; those
+ * of an SRQ stay in the SRQ, and a QP of an SRQ that enters ERR raises
+ * QP_LAST_WQE_REACHED.
+ */
+void model_qp_error(struct lane *l, int qp)
+{
+	if (l->srq && ((qp == 1 && !l->b_err) || (qp == 2 && !l->c_err)))
+		l->last_wqe_due++;
+	if (qp == 0)
 		l->a_err = 1;
+	if (qp == 2)
+		l->c_err = 1;
+	if (qp != 1)
 		return;
-	}
 	l->b_err = 1;
-	while (l->rq_len)
-		fail_recv(l, IBV_WC_WR_FLUSH_ERR);
+	while (l->rq_len && !l->srq)
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR, 0);
 }
 
 static enum ibv_wc_opcode send_opcode(enum ibv_wr_opcode op)
@@ -121,16 +174,29 @@ static void gather(struct mem *m, const struct ibv_sge *sge, int n, char *out)
 	}
 }
 
-static void scatter(struct mem *m, const struct ibv_sge *sge, int n,
-		    const char *in, size_t len)
+/* Writes @len bytes from @in at offset @skip of the SGEs' bytes. */
+static void scatter_at(struct mem *m, const struct ibv_sge *sge, int n,
+		       size_t skip, const char *in, size_t len)
 {
 	for (int i = 0; i < n && len; i++) {
-		size_t k = sge[i].length < len ? sge[i].length : len;
+		size_t k = sge[i].length;
 
-		memcpy(shadow(m, sge[i].addr), in, k);
+		if (skip >= k) {
+			skip -= k;
+			continue;
+		}
+		k = k - skip < len ? k - skip : len;
+		memcpy(shadow(m, sge[i].addr + skip), in, k);
+		skip = 0;
 		in += k;
 		len -= k;
 	}
+}
+
+static void scatter(struct mem *m, const struct ibv_sge *sge, int n,
+		    const char *in, size_t len)
+{
+	scatter_at(m, sge, n, 0, in, len);
 }
 
 /* Whether b grants @need on [raddr, raddr + len) through @rkey. */
@@ -161,7 +227,7 @@ static void fail_send(struct lane *l, const struct mwr *w,
 static void apply(struct lane *l, const struct mwr *w, const struct mwr *recv,
 		  int64_t len)
 {
-	char buf[SLOT];	/* a successful WR moves at most half a slot */
+	char buf[SLOT];	/* a successful WR moves at most a slot (UD) */
 	uint64_t old, val;
 
 	switch (w->op) {
@@ -193,6 +259,74 @@ static void apply(struct lane *l, const struct mwr *w, const struct mwr *recv,
 	}
 }
 
+/* The GRH of a @len-byte datagram of lane @l through its global AH. */
+static void grh(const struct lane *l, uint32_t len, unsigned char *h)
+{
+	uint32_t vtf = 6U << 28 | (uint32_t)l->tclass << 20 | l->flow_label;
+
+	for (int i = 0; i < 4; i++)
+		h[i] = vtf >> (24 - 8 * i);
+	h[4] = len >> 8;
+	h[5] = len;
+	h[6] = 0x1b;
+	h[7] = l->hop_limit;
+	memcpy(h + 8, l->gid.raw, 16);
+	memcpy(h + 24, l->gid.raw, 16);
+}
+
+/*
+ * A UD send: sender errors stay at the sender; whatever does not reach a
+ * ready receive of b (or c, on the same SRQ) with its Q_Key is dropped; a
+ * receive in error (no room for GRH + payload, or not writable) is the
+ * receiver's alone.
+ */
+static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
+{
+	uint32_t qkey = w->qkey & 0x80000000 ? l->qkey_a : w->qkey;
+	int c = l->c && w->qpn == l->c->qp_num;
+	struct mwr *recv = &l->rq[l->rq_head];
+	unsigned char h[GRH_LEN];
+	char buf[SLOT];
+	int64_t room;
+
+	if (len > UD_MTU) {
+		fail_send(l, w, IBV_WC_LOC_LEN_ERR);
+		return;
+	}
+	if ((w->qpn != l->b->qp_num && !c) || (c ? l->c_err : l->b_err) ||
+	    qkey != l->qkey_b || !l->rq_len) {
+		count(&stats.dropped);
+		goto sent;
+	}
+	room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey, 0, 1);
+	if (room < 0 || room < len + GRH_LEN) {
+		fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, c);
+		model_qp_error(l, 1 + c);
+		goto sent;
+	}
+	if (w->global) {
+		grh(l, len, h);
+		scatter(&l->bm, recv->sge, recv->num_sge, (char *)h, GRH_LEN);
+	}
+	gather(&l->am, w->sge, w->num_sge, buf);
+	scatter_at(&l->bm, recv->sge, recv->num_sge, GRH_LEN, buf, len);
+	{
+		struct expect e = {
+			.wr_id = recv->wr_id, .status = IBV_WC_SUCCESS,
+			.opcode = IBV_WC_RECV, .byte_len = GRH_LEN + len,
+			.imm = w->op != IBV_WR_SEND, .imm_val = w->imm,
+			.grh = w->global, .c = c,
+		};
+
+		take_recv(l);
+		expect(l, 1, &e);
+	}
+	count(c ? &stats.to_c : &stats.datagrams);
+sent:
+	if (w->signaled)
+		expect_a(l, w, IBV_WC_SUCCESS, IBV_WC_SEND);
+}
+
 /*
  * Runs a's head WR; returns 0 when it must wait for a receive (RC), 1 when
  * it was consumed.
@@ -213,6 +347,10 @@ static int run_one(struct lane *l, const struct mwr *w)
 		       l->amr_ro->lkey, writes_local);
 	if (len < 0) {
 		fail_send(l, w, IBV_WC_LOC_PROT_ERR);
+		return 1;
+	}
+	if (l->type == IBV_QPT_UD) {
+		run_ud(l, w, len);
 		return 1;
 	}
 	if (l->b_err) {
@@ -256,7 +394,7 @@ static int run_one(struct lane *l, const struct mwr *w)
 		if (room < 0 || room < len) {
 			if (!rc)
 				goto sent;	/* UC: dropped, receive stays */
-			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR);
+			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, 0);
 			model_qp_error(l, 1);
 			fail_send(l, w, room < 0 ? IBV_WC_REM_OP_ERR :
 				  IBV_WC_REM_INV_REQ_ERR);
@@ -273,10 +411,9 @@ static int run_one(struct lane *l, const struct mwr *w)
 			.imm_val = w->imm,
 		};
 
-		push(&l->eb, &e);
+		take_recv(l);
+		expect(l, 1, &e);
 	}
-	l->rq_head = (l->rq_head + 1) % DEPTH;
-	l->rq_len--;
 sent:
 	if (w->signaled)
 		expect_a(l, w, IBV_WC_SUCCESS, send_opcode(w->op));
@@ -300,15 +437,15 @@ void model_post_send(struct lane *l, const struct mwr *w)
 void model_post_recv(struct lane *l, const struct mwr *w)
 {
 	l->rq[(l->rq_head + l->rq_len++) % DEPTH] = *w;
-	if (l->b_err)
-		fail_recv(l, IBV_WC_WR_FLUSH_ERR);
+	if (l->b_err && !l->srq)
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR, 0);
 }
 
 /* Checks a polled completion of a (b = 0) or b against the model. */
 int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 {
 	struct fifo *f = b ? &l->eb : &l->ea;
-	struct ibv_qp *qp = b ? l->b : l->a;
+	struct ibv_qp *qp;
 	struct expect *e;
 	int ok;
 
@@ -319,6 +456,7 @@ int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 		return -1;
 	}
 	e = &f->e[f->head];
+	qp = !b ? l->a : e->c ? l->c : l->b;
 	ok = wc->wr_id == e->wr_id && wc->status == e->status &&
 	     wc->qp_num == qp->qp_num;
 	if (ok && e->status == IBV_WC_SUCCESS) {
@@ -327,19 +465,39 @@ int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 			ok = ok && wc->byte_len == e->byte_len &&
 			     !!(wc->wc_flags & IBV_WC_WITH_IMM) == e->imm &&
 			     (!e->imm || wc->imm_data == e->imm_val);
+		/* A datagram names its sender. */
+		if (b && l->type == IBV_QPT_UD)
+			ok = ok && !!(wc->wc_flags & IBV_WC_GRH) == e->grh &&
+			     wc->src_qp == l->a->qp_num && wc->slid == l->lid;
 	}
 	if (!ok) {
-		violation("lane %d %c: got wr_id %llu %s opcode %d len %u qp %u, model expects wr_id %llu %s opcode %d len %u qp %u",
+		violation("lane %d %c: got wr_id %llu %s opcode %d len %u qp %u flags %#x src %u/%u, model expects wr_id %llu %s opcode %d len %u qp %u grh %d",
 			  l->id, b ? 'b' : 'a', (unsigned long long)wc->wr_id,
 			  ibv_wc_status_str(wc->status), wc->opcode, wc->byte_len,
-			  wc->qp_num, (unsigned long long)e->wr_id,
+			  wc->qp_num, wc->wc_flags, wc->src_qp, wc->slid,
+			  (unsigned long long)e->wr_id,
 			  ibv_wc_status_str(e->status), e->opcode, e->byte_len,
-			  qp->qp_num);
+			  qp->qp_num, e->grh);
 		return -1;
 	}
 	f->head = (f->head + 1) % (MAX_EXPECT + DEPTH);
 	f->len--;
 	return 0;
+}
+
+/* Receives queued that name b's memory through a deregistered key. */
+int model_stale_recvs(struct lane *l)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->rq_len; i++) {
+		const struct mwr *w = &l->rq[(l->rq_head + i) % DEPTH];
+
+		for (int k = 0; k < w->num_sge; k++)
+			n += w->sge[k].length && w->sge[k].lkey != l->bmr->lkey &&
+			     w->sge[k].lkey != l->bmr_ro->lkey;
+	}
+	return n;
 }
 
 /* Completions still to come, and sends still waiting for receives. */
