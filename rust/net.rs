@@ -8,7 +8,9 @@
 //!
 //! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate; `qps` -> gate.
 //! `atomics` and the CQ ring take no other lock. No two QP locks are ever
-//! held at once.
+//! held at once. The `ib` layer's lock of an object's holders
+//! (`rust/ib/hold.rs`) comes last: a hold may be dropped under any of
+//! these, and that lock takes no other.
 
 use crate::{
     counters::Counters,
