@@ -113,6 +113,11 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
 /// answer.
 pub(crate) fn progress(net: &Net, qp: &QpUse, ctx: Ctx) {
     kick(net, qp, ctx);
+    kick_peer(net, qp, ctx);
+}
+
+/// Runs the QP that `qp` is connected to, if any and not `qp` itself.
+pub(crate) fn kick_peer(net: &Net, qp: &QpShared, ctx: Ctx) {
     if qp.qp_type == QpType::Ud {
         return;
     }

@@ -13,7 +13,7 @@ use crate::{
         SendWrs,
     },
     limits::{self, queue_size},
-    qp::{Qp, QpShared, Qpn},
+    qp::{Qp, QpShared},
     srq::Srq,
     wq::Wqe,
 };
@@ -82,12 +82,7 @@ impl ib::QpOps for Qp {
         // Whoever still runs or completes on the QP finishes first.
         qp.close();
         // A peer waiting on RNR for this QP now gets no answer.
-        let peer = Qpn::of(qp.inner.lock().attr.dest_qpn);
-        if qp.qp_type != QpType::Ud && peer != qp.qpn {
-            if let Some(peer) = dev.net.qp(peer) {
-                engine::kick(&dev.net, &peer, Ctx::of(qp));
-            }
-        }
+        engine::kick_peer(&dev.net, qp, Ctx::of(qp));
     }
 
     fn post_send(&self, dev: &RsoftDevice, wrs: &mut SendWrs<'_>) -> Result {
