@@ -15,6 +15,8 @@ PKGS=(
 	"ibverbs-utils=$RDMA_CORE_VER" "ibverbs-providers=$RDMA_CORE_VER"
 	"libibverbs1=$RDMA_CORE_VER" "libibverbs-dev=$RDMA_CORE_VER"
 	"rdma-core=$RDMA_CORE_VER" "python3-pyverbs=$RDMA_CORE_VER" perftest
+	"rdmacm-utils=$RDMA_CORE_VER" "librdmacm-dev=$RDMA_CORE_VER"
+	"librpma-dev=$RPMA_VER" "libfabric-bin=$FABRIC_VER" "nvme-cli=$NVME_CLI_VER"
 )
 
 missing=()

@@ -10,6 +10,10 @@ KSRC_VER=6.12.117-1~deb12u1
 LLVM_VER=19
 RDMA_CORE_VER=44.0-2
 BINDGEN_VER=0.69.5
+# rdma_cm users the tests run (not part of the kernel key)
+RPMA_VER=1.2.0-1
+FABRIC_VER=1.17.0-3
+NVME_CLI_VER=2.4+really2.3-3
 
 BINDGEN_ROOT=$RSOFT_CACHE/bindgen-$BINDGEN_VER
 export PATH=/usr/lib/llvm-$LLVM_VER/bin:$BINDGEN_ROOT/bin:$PATH:/usr/sbin:/sbin
