@@ -7,6 +7,7 @@
 #define RSOFT_BINDINGS_H
 
 #include <rdma/ib_verbs.h>
+#include <rdma/ib_mad.h>
 #include <rdma/ib_umem.h>
 #include <rdma/rdma_netlink.h>
 

@@ -3,6 +3,9 @@
 
 #include <linux/highmem.h>
 #include <linux/moduleparam.h>
+#include <linux/netdevice.h>
+#include <linux/unaligned.h>
+#include <net/addrconf.h>
 #include <linux/scatterlist.h>
 #include <net/netlink.h>
 #include <rdma/ib_umem.h>
@@ -10,9 +13,11 @@
 
 #include "rsoft_shims.h"
 
-static unsigned int devices = 1;
+static unsigned int devices;
 module_param(devices, uint, 0444);
-MODULE_PARM_DESC(devices, "Number of rsoft devices to register (1-16, default 1)");
+MODULE_PARM_DESC(devices, "Number of InfiniBand-mode rsoft devices to register (0-16, default 0; RoCE devices come from 'rdma link add')");
+/* 'rdma link add NAME type rsoft netdev DEV' loads the module on demand. */
+MODULE_ALIAS_RDMA_LINK("rsoft");
 
 unsigned int rsoft_param_devices(void)
 {
@@ -112,4 +117,53 @@ void rsoft_nl_driver_end(struct sk_buff *msg, struct nlattr *nest)
 void rsoft_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest)
 {
 	nla_nest_cancel(msg, nest);
+}
+
+bool rsoft_netdev_up(const struct net_device *ndev)
+{
+	return netif_running(ndev) && netif_carrier_ok(ndev);
+}
+
+unsigned int rsoft_netdev_mtu(const struct net_device *ndev)
+{
+	return READ_ONCE(ndev->mtu);
+}
+
+void rsoft_netdev_put(struct net_device *ndev)
+{
+	dev_put(ndev);
+}
+
+u64 rsoft_netdev_eui64(const struct net_device *ndev)
+{
+	u8 eui[8] = {};
+
+	if (ndev->addr_len == ETH_ALEN)
+		addrconf_addr_eui48(eui, ndev->dev_addr);
+	return get_unaligned_be64(eui);
+}
+
+struct net_device *rsoft_netdev_of(void *info)
+{
+	return netdev_notifier_info_to_dev(info);
+}
+
+int rsoft_netdev_notifier_register(struct notifier_block *nb)
+{
+	return register_netdevice_notifier(nb);
+}
+
+void rsoft_netdev_notifier_unregister(struct notifier_block *nb)
+{
+	unregister_netdevice_notifier(nb);
+}
+
+void rsoft_ib_device_hold(struct ib_device *ibdev)
+{
+	get_device(&ibdev->dev);
+}
+
+void rsoft_ib_device_unhold(struct ib_device *ibdev)
+{
+	put_device(&ibdev->dev);
 }

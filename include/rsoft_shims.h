@@ -15,6 +15,7 @@ void rsoft_spin_lock_init(spinlock_t *lock, const char *name,
 unsigned long rsoft_spin_lock_irqsave(spinlock_t *lock);
 void rsoft_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 
+struct ib_device;
 struct ib_umem;
 struct page;
 
@@ -37,5 +38,23 @@ struct nlattr;
 struct nlattr *rsoft_nl_driver_start(struct sk_buff *msg);
 void rsoft_nl_driver_end(struct sk_buff *msg, struct nlattr *nest);
 void rsoft_nl_driver_cancel(struct sk_buff *msg, struct nlattr *nest);
+
+struct net_device;
+struct notifier_block;
+
+/* netif_running(), netif_carrier_ok() and dev_put() are static inlines. */
+bool rsoft_netdev_up(const struct net_device *ndev);
+unsigned int rsoft_netdev_mtu(const struct net_device *ndev);
+void rsoft_netdev_put(struct net_device *ndev);
+/* The EUI-64 of the netdev's MAC (addrconf_addr_eui48() is static inline). */
+u64 rsoft_netdev_eui64(const struct net_device *ndev);
+/* netdev_notifier_info_to_dev() is a static inline. */
+struct net_device *rsoft_netdev_of(void *info);
+int rsoft_netdev_notifier_register(struct notifier_block *nb);
+void rsoft_netdev_notifier_unregister(struct notifier_block *nb);
+
+/* get_device() and put_device() on an ib_device's struct device. */
+void rsoft_ib_device_hold(struct ib_device *ibdev);
+void rsoft_ib_device_unhold(struct ib_device *ibdev);
 
 #endif /* RSOFT_SHIMS_H */

@@ -1,25 +1,57 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The rsoft device: one InfiniBand port that is always up, and the verbs
-//! of the device itself, its PDs and its address handles. The verbs of the
-//! other objects are in [`crate::verbs`]; running QPs is the engine's.
+//! The rsoft device: one port, InfiniBand (always up, a LID, made by the
+//! `devices` parameter) or RoCE (on a netdev, made by `rdma link add`), and
+//! the verbs of the device itself, its PDs and its address handles. The
+//! verbs of the other objects are in [`crate::verbs`]; running QPs is the
+//! engine's.
 
-use crate::{counters, cq::RsoftCq, ib, limits, mr::Mr, net::Net, qp::Qp, quota::Quota, srq::Srq};
-use kernel::{c_str, prelude::*, sync::Arc};
+use crate::{
+    counters,
+    cq::RsoftCq,
+    fabric::Fabric,
+    ib, limits,
+    mr::Mr,
+    net::{Link, Net, ROCE_GIDS},
+    qp::Qp,
+    quota::Quota,
+    srq::Srq,
+};
+use kernel::{c_str, prelude::*, str::CStr, sync::Arc};
 
 /// rsoft's verbs, as seen by the `ib` layer.
 pub(crate) struct Rsoft;
+
+/// What all of the module's devices share.
+pub(crate) type RsoftFabric = Arc<Fabric<Net>>;
 
 /// Per-device state.
 #[pin_data]
 pub(crate) struct RsoftDevice {
     guid: u64,
-    lid: u16,
     pub(crate) pds: Quota,
     pub(crate) cqs: Quota,
     pub(crate) ahs: Quota,
     pub(crate) srqs: Quota,
     pub(crate) net: Arc<Net>,
+    /// A RoCE port is reachable on the fabric while the device lives.
+    _attached: Option<Attached>,
+}
+
+/// A RoCE port's place on the fabric, left when dropped.
+struct Attached(Arc<Net>);
+
+impl Attached {
+    fn new(net: &Arc<Net>) -> Result<Self> {
+        net.fabric.attach(net.clone())?;
+        Ok(Self(net.clone()))
+    }
+}
+
+impl Drop for Attached {
+    fn drop(&mut self) {
+        drop(self.0.fabric.detach(&self.0));
+    }
 }
 
 /// Locally administered EUI-64s (the U/L bit of the first byte is set); the
@@ -30,27 +62,77 @@ const VENDOR_ID: u32 = (GUID_BASE >> 40) as u32;
 const FW_VERSION: u64 = 1 << 32;
 const PKEY_DEFAULT: u16 = 0xffff;
 
-/// Registers device number `index` (`rsoft<index>`, LID `index + 1`).
-pub(crate) fn register(module: &'static ThisModule, index: u32) -> Result<ib::Registration<Rsoft>> {
-    let lid = u16::try_from(index + 1)?;
-    let guid = GUID_BASE | u64::from(lid);
-    let config = ib::DeviceConfig {
-        name: c_str!("rsoft%d"),
-        node_guid: guid,
-        ports: 1,
-        comp_vectors: 1,
-    };
-    let net = Arc::pin_init(Net::new(lid, ib::Gid::link_local(guid))?, GFP_KERNEL)?;
-    let data = try_pin_init!(RsoftDevice {
+/// The device's state, on `net`.
+fn device(
+    guid: u64,
+    net: Arc<Net>,
+    attached: Option<Attached>,
+) -> impl PinInit<RsoftDevice, Error> {
+    try_pin_init!(RsoftDevice {
         guid,
-        lid,
         pds: Quota::new(limits::MAX_PD),
         cqs: Quota::new(limits::MAX_CQ),
         ahs: Quota::new(limits::MAX_AH),
         srqs: Quota::new(limits::MAX_SRQ),
         net,
-    }? Error);
-    ib::Registration::new(module, &config, data)
+        _attached: attached,
+    }? Error)
+}
+
+/// Registers InfiniBand device number `index` (`rsoft<index>`, LID
+/// `index + 1`).
+pub(crate) fn register_ib(
+    devices: &ib::Devices<Rsoft>,
+    fabric: &RsoftFabric,
+    index: u32,
+) -> Result {
+    let lid = u16::try_from(index + 1)?;
+    let guid = GUID_BASE | u64::from(lid);
+    let config = ib::DeviceConfig {
+        name: c_str!("rsoft%d"),
+        node_guid: guid,
+        comp_vectors: 1,
+    };
+    let link = Link::Ib {
+        lid,
+        gid: ib::Gid::link_local(guid),
+    };
+    let net = Arc::pin_init(Net::new(link, fabric.clone())?, GFP_KERNEL)?;
+    devices.register(&config, None, device(guid, net, None))
+}
+
+/// The active MTU of a RoCE port whose netdev has an MTU of `mtu` bytes.
+fn roce_mtu(mtu: u32) -> ib::Mtu {
+    ib::Mtu::of_ethernet(mtu).unwrap_or(ib::Mtu::Mtu256)
+}
+
+impl ib::LinkOps for Rsoft {
+    const LINK_TYPE: &'static CStr = c_str!("rsoft");
+    type Links = RsoftFabric;
+
+    fn new_link(
+        fabric: &RsoftFabric,
+        devices: &ib::Devices<Rsoft>,
+        name: &CStr,
+        netdev: &ib::NetDev,
+    ) -> Result {
+        // As rxe does: the node GUID is the EUI-64 of the netdev's MAC.
+        let guid = netdev.eui64();
+        let config = ib::DeviceConfig {
+            name,
+            node_guid: guid,
+            comp_vectors: 1,
+        };
+        let net = Arc::pin_init(Net::new(Link::Roce, fabric.clone())?, GFP_KERNEL)?;
+        let link = netdev.link();
+        net.set_link(link.up, roce_mtu(link.mtu));
+        let attached = Attached::new(&net)?;
+        devices.register(&config, Some(netdev), device(guid, net, Some(attached)))
+    }
+
+    fn link_changed(dev: &RsoftDevice, link: ib::EthLink) {
+        dev.net.set_link(link.up, roce_mtu(link.mtu));
+    }
 }
 
 /// A protection domain; only counted.
@@ -100,28 +182,67 @@ impl ib::Verbs for Rsoft {
         }
     }
 
-    fn port_attr(dev: &RsoftDevice, port: u32) -> Result<ib::PortAttr> {
+    fn port_attr(dev: &RsoftDevice, port: u32, link: Option<ib::EthLink>) -> Result<ib::PortAttr> {
         if port != 1 {
             return Err(EINVAL);
         }
-        Ok(ib::PortAttr {
+        let ib = ib::PortAttr {
+            link_layer: ib::LinkLayer::InfiniBand,
             state: ib::PortState::Active,
             phys_state: ib::PhysState::LinkUp,
-            lid: dev.lid,
-            sm_lid: dev.lid,
+            lid: 0,
+            sm_lid: 0,
             max_mtu: ib::Mtu::Mtu4096,
             active_mtu: ib::Mtu::Mtu4096,
             max_msg_sz: limits::MAX_MSG_SIZE,
             gid_tbl_len: 1,
             pkey_tbl_len: 1,
+        };
+        Ok(match (dev.net.link, link) {
+            (Link::Ib { lid, .. }, _) => ib::PortAttr {
+                lid,
+                sm_lid: lid,
+                ..ib
+            },
+            (Link::Roce, link) => {
+                let link = link.ok_or(EINVAL)?;
+                let (state, phys_state) = if link.up {
+                    (ib::PortState::Active, ib::PhysState::LinkUp)
+                } else {
+                    (ib::PortState::Down, ib::PhysState::Disabled)
+                };
+                ib::PortAttr {
+                    link_layer: ib::LinkLayer::Ethernet,
+                    state,
+                    phys_state,
+                    active_mtu: roce_mtu(link.mtu),
+                    gid_tbl_len: ROCE_GIDS,
+                    ..ib
+                }
+            }
         })
     }
 
     fn gid(dev: &RsoftDevice, port: u32, index: u32) -> Result<ib::Gid> {
-        if port != 1 || index != 0 {
-            return Err(EINVAL);
+        match dev.net.link {
+            Link::Ib { gid, .. } if port == 1 && index == 0 => Ok(gid),
+            _ => Err(EINVAL),
         }
-        Ok(ib::Gid::link_local(dev.guid))
+    }
+
+    fn add_gid(
+        dev: &RsoftDevice,
+        _port: u32,
+        index: u32,
+        gid: ib::Gid,
+        gid_type: ib::GidType,
+    ) -> Result {
+        dev.net.set_gid(index, Some((gid, gid_type)))
+    }
+
+    fn del_gid(dev: &RsoftDevice, _port: u32, index: u32) {
+        // Only an index the core never had could fail.
+        let _ = dev.net.set_gid(index, None);
     }
 
     fn pkey(_dev: &RsoftDevice, port: u32, index: u16) -> Result<u16> {
@@ -145,8 +266,13 @@ impl ib::Verbs for Rsoft {
     }
 
     fn new_ah(dev: &RsoftDevice, addr: &ib::Address) -> Result {
-        // One port, one GID.
-        if addr.port != 1 || addr.grh.is_some_and(|g| g.sgid_index != 0) {
+        // One port; an InfiniBand port has one GID, a RoCE port needs a GRH
+        // (the core checked its source GID).
+        let ok = match dev.net.link {
+            Link::Ib { .. } => !addr.grh.is_some_and(|g| g.sgid_index != 0),
+            Link::Roce => addr.grh.is_some(),
+        };
+        if addr.port != 1 || !ok {
             return Err(EINVAL);
         }
         dev.ahs.take()?.keep();

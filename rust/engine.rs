@@ -8,45 +8,14 @@
 
 use crate::{
     complete::{self, After},
-    ib::{QpState, QpType, Wc, WcOpcode, WcStatus},
+    ib::{QpState, Wc, WcOpcode, WcStatus},
     net::Net,
-    qp::{QpShared, QpUse, Qpn, Runner},
+    qp::{Ctx, QpShared, QpUse, Qpn, Runner},
     srq::SrqShared,
     transport,
 };
 use core::sync::atomic::Ordering;
 use kernel::sync::Arc;
-
-/// The calling context: whether it may sleep (a system call on a user QP)
-/// or not (a kernel consumer, which may post from any context), and
-/// whether it is the QP's worker.
-#[derive(Clone, Copy)]
-pub(crate) struct Ctx {
-    pub(crate) may_sleep: bool,
-    worker: bool,
-}
-
-impl Ctx {
-    /// The QP's worker.
-    pub(crate) const WORKER: Self = Self {
-        may_sleep: true,
-        worker: true,
-    };
-
-    /// A verb's caller.
-    pub(crate) fn caller(may_sleep: bool) -> Self {
-        Self {
-            may_sleep,
-            worker: false,
-        }
-    }
-
-    /// The caller of a verb on `qp`: a user QP's verbs come from system
-    /// calls, which may sleep.
-    pub(crate) fn of(qp: &QpShared) -> Self {
-        Self::caller(qp.user)
-    }
-}
 
 /// Requests that move more bytes than this are executed by the QP's worker
 /// rather than by the poster: a kernel poster may be in atomic context, and
@@ -63,10 +32,11 @@ enum Next {
     Defer,
 }
 
-/// A QP's worker runs it like any other runner, in a context that sleeps.
+/// A QP is run on its device's net, by its worker or by whoever found work
+/// for it on another device.
 impl Runner for Net {
-    fn run(&self, qp: &QpUse) {
-        kick(self, qp, Ctx::WORKER);
+    fn run(&self, qp: &QpUse, ctx: Ctx) {
+        kick(self, qp, ctx);
     }
 }
 
@@ -84,7 +54,7 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
                 let mut after = After::default();
                 let next = step(net, qp, ctx, &mut after);
                 if let Some(other) = after.finish() {
-                    kick(net, &other, ctx);
+                    other.run(ctx);
                 }
                 match next {
                     Next::More => {}
@@ -118,13 +88,16 @@ pub(crate) fn progress(net: &Net, qp: &QpUse, ctx: Ctx) {
 
 /// Runs the QP that `qp` is connected to, if any and not `qp` itself.
 pub(crate) fn kick_peer(net: &Net, qp: &QpShared, ctx: Ctx) {
-    if qp.qp_type == QpType::Ud {
+    if qp.qp_type.is_datagram() {
         return;
     }
-    let peer = Qpn::of(qp.inner.lock().attr.dest_qpn);
-    if peer != qp.qpn {
-        if let Some(peer) = net.qp(peer) {
-            kick(net, &peer, ctx);
+    let (av, peer) = {
+        let inner = qp.inner.lock();
+        (inner.attr.av, Qpn::of(inner.attr.dest_qpn))
+    };
+    if let Some(peer) = net.peer(&av, peer) {
+        if !core::ptr::eq(&*peer, qp) {
+            peer.run(ctx);
         }
     }
 }

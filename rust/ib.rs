@@ -3,8 +3,8 @@
 //! A small safe layer over the kernel's RDMA core (`<rdma/ib_verbs.h>`).
 //!
 //! Everything that touches the C API lives here: the generated bindings are
-//! private to this module, and the driver sees only the [`Verbs`] trait, the
-//! [`Registration`] of a device and plain attribute types. Objects the core
+//! private to this module, and the driver sees only the [`Verbs`] trait, its
+//! [`Devices`] and [`Links`], and plain attribute types. Objects the core
 //! allocates (`ib_ucontext`, `ib_pd`, ...) carry the driver's data right after
 //! the core's struct; see [`object`].
 
@@ -19,7 +19,9 @@ mod hold;
 mod ids;
 mod irq_lock;
 mod layout;
+mod link;
 mod mr;
+mod netdev;
 mod object;
 mod qp;
 mod res;
@@ -28,13 +30,15 @@ mod srq;
 mod verbs;
 
 pub(crate) use ah::{Address, Grh};
-pub(crate) use attr::{DeviceAttr, Gid, Mtu, PhysState, PortAttr, PortState};
+pub(crate) use attr::{DeviceAttr, Gid, GidType, LinkLayer, Mtu, PhysState, PortAttr, PortState};
 pub(crate) use counters::CounterDesc;
-pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, Wc, WcOpcode, WcSink, WcStatus};
-pub(crate) use device::{DeviceConfig, Registration};
+pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcOpcode, WcSink, WcStatus};
+pub(crate) use device::{DeviceConfig, Devices};
 pub(crate) use ids::{Key, QpNum};
 pub(crate) use irq_lock::IrqSpinLock;
+pub(crate) use link::{LinkOps, Links};
 pub(crate) use mr::{Access, Memory, MrOps, MrRereg};
+pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use qp::{
     Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpOps, QpQuery, QpState, QpType,
     RecvWrs, Remote, SendOp, SendWrs, Sge,

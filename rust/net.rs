@@ -1,20 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! What the QPs of one device share: its address, its QP and MR tables,
-//! its counters, and the lock that makes atomics atomic.
+//! What the QPs of one device share: its port (a LID, or a netdev's GIDs),
+//! its QP table, its counters, and the fabric of all devices.
 //!
 //! Lock order (each lock is an IRQ-safe spinlock, held briefly; no data is
 //! copied under any of them but a UD datagram's, at most one MTU):
 //!
-//! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate; `qps` -> gate.
-//! `atomics` and the CQ ring take no other lock. No two QP locks are ever
-//! held at once. The `ib` layer's lock of an object's holders
-//! (`rust/ib/hold.rs`) comes last: a hold may be dropped under any of
-//! these, and that lock takes no other.
+//! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate; `qps` -> gate;
+//! `gsi` -> gate; the fabric's `ports` -> `gids`. `atomics` and the CQ ring
+//! take no other lock. No two QP locks are ever held at once. The `ib`
+//! layer's lock of an object's holders (`rust/ib/hold.rs`) comes last: a
+//! hold may be dropped under any of these, and that lock takes no other.
 
 use crate::{
     counters::Counters,
-    ib::{Gid, IrqSpinLock},
+    fabric::{self, Fabric},
+    ib::{Address, Gid, GidType, IrqSpinLock, Mtu},
     limits,
     mr::Mrs,
     new_irq_spinlock,
@@ -22,41 +23,61 @@ use crate::{
     srq::SrqShared,
     table::Table,
 };
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
+
+/// Entries of a RoCE port's GID table (the core fills them from the
+/// netdev's addresses: two kinds for each).
+pub(crate) const ROCE_GIDS: u32 = 128;
+
+/// A device's port.
+#[derive(Clone, Copy)]
+pub(crate) enum Link {
+    /// An InfiniBand port, always up, reached by LID.
+    Ib { lid: u16, gid: Gid },
+    /// A RoCE port on a netdev, reached by the GIDs of its addresses.
+    Roce,
+}
 
 /// The device's loopback network.
 #[pin_data]
 pub(crate) struct Net {
-    pub(crate) lid: u16,
-    /// The port's GID, the source of every GRH.
-    pub(crate) gid: Gid,
+    pub(crate) link: Link,
+    /// A RoCE port's GID table, as the core filled it.
+    #[pin]
+    gids: IrqSpinLock<KVec<Option<(Gid, GidType)>>>,
+    /// The port is up (a RoCE port: its netdev runs and has a carrier).
+    up: AtomicBool,
+    /// The port's active MTU, in bytes: the largest UD message.
+    mtu: AtomicU32,
     /// `None` while a QP is being created in the slot.
     #[pin]
     qps: IrqSpinLock<Table<Option<Arc<QpShared>>>>,
+    /// A RoCE port's QP1: `Some(None)` while being created.
     #[pin]
-    pub(crate) mrs: Mrs,
+    gsi: IrqSpinLock<Option<Option<Arc<QpShared>>>>,
     pub(crate) counters: Counters,
-    /// Serialises rsoft's atomics (an 8-byte operation each).
-    #[pin]
-    pub(crate) atomics: IrqSpinLock<()>,
+    pub(crate) fabric: Arc<Fabric<Net>>,
 }
 
-/// A reserved slot of the QP table, released when dropped unless a QP was
-/// put in it.
+/// A reserved QP number, released when dropped unless a QP was put in it.
 pub(crate) struct QpSlot<'a> {
     net: &'a Net,
-    slot: u32,
+    qpn: Qpn,
     filled: bool,
 }
 
 impl QpSlot<'_> {
     pub(crate) fn qpn(&self) -> Qpn {
-        Qpn::from_slot(self.slot)
+        self.qpn
     }
 
     /// Puts `qp` in the slot: from now on it can be found by number.
     pub(crate) fn fill(mut self, qp: Arc<QpShared>) {
-        if let Some(entry) = self.net.qps.lock().get_mut(self.slot) {
+        if self.qpn == Qpn::GSI {
+            *self.net.gsi.lock() = Some(Some(qp));
+            self.filled = true;
+        } else if let Some(entry) = self.net.qps.lock().get_mut(self.qpn.slot()) {
             *entry = Some(qp);
             self.filled = true;
         }
@@ -66,43 +87,109 @@ impl QpSlot<'_> {
 impl Drop for QpSlot<'_> {
     fn drop(&mut self) {
         if !self.filled {
-            self.net.qps.lock().remove(self.slot);
+            self.net.remove_qp(self.qpn);
         }
     }
 }
 
 impl Net {
-    pub(crate) fn new(lid: u16, gid: Gid) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(link: Link, fabric: Arc<Fabric<Net>>) -> Result<impl PinInit<Self, Error>> {
         let qps = Table::new(limits::MAX_QP)?;
+        let gids = match link {
+            Link::Ib { .. } => KVec::new(),
+            Link::Roce => KVec::from_elem(None, ROCE_GIDS as usize, GFP_KERNEL)?,
+        };
         Ok(try_pin_init!(Self {
-            lid,
-            gid,
+            link,
+            gids <- new_irq_spinlock!(gids, "rsoft_gids"),
+            up: AtomicBool::new(true),
+            mtu: AtomicU32::new(Mtu::Mtu4096.bytes()),
             qps <- new_irq_spinlock!(qps, "rsoft_qps"),
-            mrs <- Mrs::new()?,
+            gsi <- new_irq_spinlock!(None, "rsoft_gsi"),
             counters: Counters::default(),
-            atomics <- new_irq_spinlock!((), "rsoft_atomics"),
+            fabric,
         }? Error))
     }
 
-    /// Reserves a QP number.
-    pub(crate) fn reserve_qp(&self) -> Result<QpSlot<'_>> {
-        let slot = self.qps.lock().insert(None).map_err(|_| ENOMEM)?;
+    pub(crate) fn mrs(&self) -> &Mrs {
+        &self.fabric.mrs
+    }
+
+    pub(crate) fn is_up(&self) -> bool {
+        self.up.load(Ordering::Relaxed)
+    }
+
+    /// The largest UD message, in bytes.
+    pub(crate) fn mtu(&self) -> u32 {
+        self.mtu.load(Ordering::Relaxed)
+    }
+
+    /// A RoCE port's netdev changed: `up`, with an active MTU of `mtu`.
+    pub(crate) fn set_link(&self, up: bool, mtu: Mtu) {
+        self.mtu.store(mtu.bytes(), Ordering::Relaxed);
+        self.up.store(up, Ordering::Relaxed);
+    }
+
+    pub(crate) fn set_gid(&self, index: u32, entry: Option<(Gid, GidType)>) -> Result {
+        *self.gids.lock().get_mut(index as usize).ok_or(EINVAL)? = entry;
+        Ok(())
+    }
+
+    /// Reserves a QP number: 1 for the GSI QP of a RoCE port, else the
+    /// next free one.
+    pub(crate) fn reserve_qp(&self, gsi: bool) -> Result<QpSlot<'_>> {
+        let qpn = if gsi {
+            let mut slot = self.gsi.lock();
+            if matches!(self.link, Link::Ib { .. }) {
+                return Err(EINVAL);
+            }
+            if slot.is_some() {
+                return Err(EBUSY);
+            }
+            *slot = Some(None);
+            Qpn::GSI
+        } else {
+            Qpn::from_slot(self.qps.lock().insert(None).map_err(|_| ENOMEM)?)
+        };
         Ok(QpSlot {
             net: self,
-            slot,
+            qpn,
             filled: false,
         })
     }
 
     /// Removes QP `qpn` from the table: it can no longer be found.
     pub(crate) fn remove_qp(&self, qpn: Qpn) -> Option<Arc<QpShared>> {
+        if qpn == Qpn::GSI {
+            return self.gsi.lock().take().flatten();
+        }
         self.qps.lock().remove(qpn.slot()).flatten()
     }
 
     /// Enters QP `qpn`, if it exists and is not being destroyed.
     pub(crate) fn qp(&self, qpn: Qpn) -> Option<QpUse> {
+        if qpn == Qpn::GSI {
+            return self.gsi.lock().as_ref()?.as_ref()?.enter();
+        }
         let qps = self.qps.lock();
         qps.get(qpn.slot())?.as_ref()?.enter()
+    }
+
+    /// Enters QP `qpn` of the port that `av` names, as seen from this
+    /// port: the one place where a request finds its responder. An
+    /// InfiniBand port reaches its own QPs by its LID; a RoCE port reaches
+    /// the port that answers the GID.
+    pub(crate) fn peer(&self, av: &Address, qpn: Qpn) -> Option<QpUse> {
+        match self.link {
+            Link::Ib { lid, .. } => (av.dlid == lid).then(|| self.qp(qpn)).flatten(),
+            Link::Roce => {
+                let dgid = av.grh.as_ref()?.dgid;
+                if !self.is_up() {
+                    return None;
+                }
+                self.fabric.port_of(&dgid)?.qp(qpn)
+            }
+        }
     }
 
     /// The first QP from number `from` on that has sends queued towards a
@@ -127,5 +214,11 @@ impl Net {
             .find(|qp| sends_to_srq(qp))
             .and_then(|qp| qp.enter());
         found
+    }
+}
+
+impl fabric::Port for Net {
+    fn answers(&self, gid: &Gid) -> bool {
+        self.is_up() && self.gids.lock().iter().flatten().any(|(g, _)| g == gid)
     }
 }

@@ -36,6 +36,8 @@ pub(crate) struct Qpn(u32);
 
 impl Qpn {
     const BASE: u32 = 0x100;
+    /// The General Services QP of a RoCE port.
+    pub(crate) const GSI: Self = Self(1);
 
     pub(crate) fn from_slot(slot: u32) -> Self {
         Self(slot + Self::BASE)
@@ -107,9 +109,40 @@ pub(crate) struct QpShared {
     work: Work<QpShared>,
 }
 
-/// Runs a QP's queues in the QP's worker (the engine, on the device's net).
+/// The calling context: whether it may sleep (a system call on a user QP)
+/// or not (a kernel consumer, which may post from any context), and
+/// whether it is the QP's worker.
+#[derive(Clone, Copy)]
+pub(crate) struct Ctx {
+    pub(crate) may_sleep: bool,
+    pub(crate) worker: bool,
+}
+
+impl Ctx {
+    /// The QP's worker.
+    pub(crate) const WORKER: Self = Self {
+        may_sleep: true,
+        worker: true,
+    };
+
+    /// A verb's caller.
+    pub(crate) fn caller(may_sleep: bool) -> Self {
+        Self {
+            may_sleep,
+            worker: false,
+        }
+    }
+
+    /// The caller of a verb on `qp`: a user QP's verbs come from system
+    /// calls, which may sleep.
+    pub(crate) fn of(qp: &QpShared) -> Self {
+        Self::caller(qp.user)
+    }
+}
+
+/// Runs a QP's queues (the engine, on the QP's device's net).
 pub(crate) trait Runner: Send + Sync {
-    fn run(&self, qp: &QpUse);
+    fn run(&self, qp: &QpUse, ctx: Ctx);
 }
 
 impl_has_work! {
@@ -122,7 +155,7 @@ impl WorkItem for QpShared {
 
     fn run(this: Arc<QpShared>) {
         if let Some(qp) = this.enter() {
-            this.runner.run(&qp);
+            this.runner.run(&qp, Ctx::WORKER);
         }
     }
 }
@@ -205,7 +238,7 @@ impl QpInner {
         let a = &mut self.attr;
         set(&mut a.access_flags, m.access_flags);
         set(&mut a.path_mtu, m.path_mtu);
-        set(&mut a.dest_lid, m.dest_lid);
+        set(&mut a.av, m.av);
         set(&mut a.dest_qpn, m.dest_qpn);
         set(&mut a.rq_psn, m.rq_psn);
         set(&mut a.sq_psn, m.sq_psn);
@@ -268,6 +301,12 @@ impl QpUse {
 
     pub(crate) fn arc(&self) -> &Arc<QpShared> {
         &self.0
+    }
+
+    /// Runs the QP on its own device's net, which need not be the
+    /// caller's.
+    pub(crate) fn run(&self, ctx: Ctx) {
+        self.0.runner.run(self, ctx);
     }
 
     /// Has the QP run by its worker: it may sleep and runs on whichever

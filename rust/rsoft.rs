@@ -7,7 +7,7 @@
 // than the default allows.
 #![recursion_limit = "256"]
 
-use kernel::prelude::*;
+use kernel::{prelude::*, sync::Arc};
 
 mod complete;
 mod copy;
@@ -15,6 +15,7 @@ mod counters;
 mod cq;
 mod device;
 mod engine;
+mod fabric;
 mod gate;
 mod grh;
 mod ib;
@@ -41,27 +42,32 @@ module! {
     license: "GPL",
 }
 
-/// Most devices one module instance registers.
+/// Most InfiniBand devices one module instance registers.
 const MAX_DEVICES: u32 = 16;
 
 struct RsoftModule {
-    _devices: KVec<ib::Registration<device::Rsoft>>,
+    // Dropped in this order: no new link, then every device goes.
+    _links: ib::Links<device::Rsoft>,
+    _devices: Arc<ib::Devices<device::Rsoft>>,
 }
 
 impl kernel::Module for RsoftModule {
     fn init(module: &'static ThisModule) -> Result<Self> {
         let count = params::devices();
-        if !(1..=MAX_DEVICES).contains(&count) {
-            pr_err!("devices={} is out of range 1..={}\n", count, MAX_DEVICES);
+        if count > MAX_DEVICES {
+            pr_err!("devices={} is out of range 0..={}\n", count, MAX_DEVICES);
             return Err(EINVAL);
         }
-        let mut devices = KVec::with_capacity(count as usize, GFP_KERNEL)?;
+        let fabric = Arc::pin_init(fabric::Fabric::new()?, GFP_KERNEL)?;
+        let devices = Arc::new(ib::Devices::new(module)?, GFP_KERNEL)?;
         for index in 0..count {
             // Earlier devices unregister when `devices` drops on error.
-            let reg = device::register(module, index)?;
-            devices.push(reg, GFP_KERNEL)?;
+            device::register_ib(&devices, &fabric, index)?;
         }
-        pr_info!("registered {} device(s)\n", count);
-        Ok(Self { _devices: devices })
+        let links = ib::Links::new(devices.clone(), fabric)?;
+        Ok(Self {
+            _links: links,
+            _devices: devices,
+        })
     }
 }

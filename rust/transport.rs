@@ -11,18 +11,16 @@ use crate::{
     copy::{check_sges, copy_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
     grh::{self, GRH_LEN},
     ib::{
-        Access, Datagram, PdId, QpQuery, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus,
+        Access, Datagram, Grh, PdId, QpQuery, QpState, QpType, RecvGrh, Remote, SendOp, Wc,
+        WcOpcode, WcStatus,
     },
     limits,
     mr::MrKey,
-    net::Net,
+    net::{Link, Net},
     qp::{QpInner, QpShared, QpUse, Qpn},
     wq::Wqe,
 };
 use kernel::prelude::*;
-
-/// The largest UD message: the port's MTU (4096).
-const UD_MAX_MESSAGE: u64 = 4096;
 
 /// A `remote_qkey` with this bit set means "use the sending QP's Q_Key".
 const QKEY_FROM_QP: u32 = 1 << 31;
@@ -117,7 +115,7 @@ fn receive_at<R>(
 /// Returns whether there may be more to do.
 pub(crate) fn send(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &mut After) -> bool {
     match qp.qp_type {
-        QpType::Ud => send_datagram(net, qp, head, after),
+        QpType::Ud | QpType::Gsi => send_datagram(net, qp, head, after),
         QpType::Rc | QpType::Uc => send_connected(net, qp, head, may_sleep, after),
     }
 }
@@ -152,7 +150,7 @@ fn remote_ok(
     len: u64,
     need: Access,
 ) -> bool {
-    net.mrs.get(MrKey::of(remote.rkey)).is_some_and(|mr| {
+    net.mrs().get(MrKey::of(remote.rkey)).is_some_and(|mr| {
         mr.pd == dest.pd
             && mr.access.contains(need)
             && qp_rights.contains(need)
@@ -234,7 +232,7 @@ fn judge(
         if !is_send {
             return (true, Verdict::Execute);
         }
-        let verdict = match check_sges(&net.mrs, rpd, Access::LOCAL_WRITE, rsges) {
+        let verdict = match check_sges(net.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
             Err(BadSge) => Verdict::BothError {
                 sender: WcStatus::RemoteOperation,
                 receiver: WcStatus::LocalProtection,
@@ -273,7 +271,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
         SendOp::Send | SendOp::RdmaWrite(_) => Access::LOCAL_READ,
         _ => Access::LOCAL_WRITE,
     };
-    let len = match check_sges(&net.mrs, qp.pd, local, head.sges.as_slice()) {
+    let len = match check_sges(net.mrs(), qp.pd, local, head.sges.as_slice()) {
         Ok(len) => match u32::try_from(len) {
             Ok(len) if len <= limits::MAX_MSG_SIZE => len,
             _ => return finish_send(net, qp, head, WcStatus::LocalLength, 0, after),
@@ -281,12 +279,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
         Err(BadSge) => return finish_send(net, qp, head, WcStatus::LocalProtection, 0, after),
     };
     let a = &head.attr;
-    let dest = if a.dest_lid == net.lid {
-        net.qp(Qpn::of(a.dest_qpn))
-    } else {
-        None
-    };
-    let Some(dest) = dest else {
+    let Some(dest) = net.peer(&a.av, Qpn::of(a.dest_qpn)) else {
         // Nobody answers: the requester's retries run out; UC never knows.
         let status = match qp.qp_type {
             QpType::Uc => WcStatus::Success,
@@ -324,7 +317,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
 /// Moves the data of the request `head` (checked by [`judge`]) into the
 /// receive `recv` it took, if any.
 fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<'_>) -> Result {
-    let mrs = &net.mrs;
+    let mrs = net.mrs();
     let sges = head.sges.as_slice();
     match head.wqe.op {
         SendOp::Send => copy_sges(mrs, recv.ok_or(EINVAL)?.sges.as_slice(), 0, sges, pace),
@@ -342,13 +335,23 @@ fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<
 /// Performs an atomic on the 8 bytes at `remote` and scatters the original
 /// value over the local SGEs (8 bytes in all, in however many pieces).
 fn atomic(net: &Net, local: &[SgeCopy], remote: Remote, operand: u64, swap: Option<u64>) -> Result {
-    let rmr = net.mrs.get(MrKey::of(remote.rkey)).ok_or(EINVAL)?;
+    let rmr = net.mrs().get(MrKey::of(remote.rkey)).ok_or(EINVAL)?;
     let roff = rmr.offset_of(remote.addr, 8).ok_or(EINVAL)?;
     let old = {
-        let _atomics = net.atomics.lock();
+        let _atomics = net.fabric.atomics.lock();
         rmr.mem.atomic(roff, operand, swap)?
     };
-    write_sges(&net.mrs, local, &old.to_ne_bytes())
+    write_sges(net.mrs(), local, &old.to_ne_bytes())
+}
+
+/// What the receiver of a datagram along `route` from `net` is told its
+/// buffer starts with.
+fn recv_grh(net: &Net, route: &Option<Grh>) -> RecvGrh {
+    match (route, &net.link) {
+        (None, _) => RecvGrh::Absent,
+        (Some(_), Link::Ib { .. }) => RecvGrh::Ib,
+        (Some(route), Link::Roce) => grh::roce_kind(route),
+    }
 }
 
 /// The completion of a receive that a request of `from` (`head`) took.
@@ -372,8 +375,8 @@ fn recv_wc(
     }
     // A UD receive always counts the GRH space.
     let (grh_len, grh) = match head.wqe.datagram {
-        Some(Datagram { address, .. }) => (GRH_LEN, address.grh.is_some()),
-        None => (0, false),
+        Some(Datagram { address, .. }) => (GRH_LEN, recv_grh(net, &address.grh)),
+        None => (0, RecvGrh::Absent),
     };
     Wc {
         wr_id: recv.wqe.wr_id,
@@ -386,7 +389,10 @@ fn recv_wc(
         byte_len: len + grh_len,
         imm: head.wqe.imm,
         src_qp: from.qpn.num(),
-        slid: net.lid,
+        slid: match net.link {
+            Link::Ib { lid, .. } => lid,
+            Link::Roce => 0,
+        },
         grh,
         ..Wc::EMPTY
     }
@@ -465,9 +471,10 @@ fn finish_send(
 /// UD: delivers the datagram `head` if it reaches a ready receive, and
 /// completes the send as sent whatever became of it.
 fn send_datagram(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool {
-    let len = match check_sges(&net.mrs, qp.pd, Access::LOCAL_READ, head.sges.as_slice()) {
+    let len = match check_sges(net.mrs(), qp.pd, Access::LOCAL_READ, head.sges.as_slice()) {
         Err(BadSge) => return finish_send(net, qp, head, WcStatus::LocalProtection, 0, after),
-        Ok(len) if len > UD_MAX_MESSAGE => {
+        // A datagram is at most the port's MTU.
+        Ok(len) if len > u64::from(net.mtu()) => {
             return finish_send(net, qp, head, WcStatus::LocalLength, 0, after)
         }
         Ok(len) => len as u32,
@@ -475,12 +482,7 @@ fn send_datagram(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool 
     let Some(d) = head.wqe.datagram else {
         return finish_send(net, qp, head, WcStatus::LocalProtection, 0, after);
     };
-    let dest = if d.address.dlid == net.lid {
-        net.qp(Qpn::of(d.remote_qpn))
-    } else {
-        None
-    };
-    if let Some(dest) = dest {
+    if let Some(dest) = net.peer(&d.address, Qpn::of(d.remote_qpn)) {
         deliver(net, qp, &dest, head, &d, len, after);
     }
     finish_send(net, qp, head, WcStatus::Success, 0, after)
@@ -504,7 +506,7 @@ fn deliver(
     };
     let rpd = receive_pd(dest);
     let mut dl = dest.inner.lock();
-    if dest.qp_type != QpType::Ud
+    if !dest.qp_type.is_datagram()
         || !matches!(dl.state, QpState::Rtr | QpState::Rts)
         || dl.attr.qkey != qkey
     {
@@ -512,7 +514,7 @@ fn deliver(
     }
     let (recv, checked) = receive_at(dest, &mut dl, |front| match front {
         None => (false, WcStatus::Success),
-        Some(rsges) => match check_sges(&net.mrs, rpd, Access::LOCAL_WRITE, rsges) {
+        Some(rsges) => match check_sges(net.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
             Err(BadSge) => (true, WcStatus::LocalProtection),
             Ok(room) if room < u64::from(len + GRH_LEN) => (true, WcStatus::LocalLength),
             Ok(_) => (true, WcStatus::Success),
@@ -528,11 +530,17 @@ fn deliver(
             stop: &|| false,
         };
         let rsges = recv.sges.as_slice();
-        let moved = match &d.address.grh {
-            Some(route) => write_sges(&net.mrs, rsges, &grh::header(net.gid, route, len)),
-            None => Ok(()),
+        let moved = match (&d.address.grh, net.link) {
+            (Some(route), Link::Ib { gid, .. }) => {
+                write_sges(net.mrs(), rsges, &grh::header(RecvGrh::Ib, gid, route, len))
+            }
+            (Some(route), Link::Roce) => {
+                let h = grh::header(grh::roce_kind(route), route.sgid, route, len);
+                write_sges(net.mrs(), rsges, &h)
+            }
+            (None, _) => Ok(()),
         }
-        .and_then(|()| copy_sges(&net.mrs, rsges, GRH_LEN, head.sges.as_slice(), &pace));
+        .and_then(|()| copy_sges(net.mrs(), rsges, GRH_LEN, head.sges.as_slice(), &pace));
         net.counters.executed(&head.wqe, len);
         status_of(moved)
     } else {

@@ -32,7 +32,7 @@ loaded() { [[ -d /sys/module/rsoft ]]; }
 [[ -w /sys/kernel/debug/kmemleak ]] && echo clear > /sys/kernel/debug/kmemleak
 
 # --- bad parameters are refused and leave nothing behind
-for bad in devices=0 devices=17; do
+for bad in devices=17 devices=-1; do
 	if insmod "$ko" $bad 2>/dev/null || loaded; then
 		fail "insmod rsoft.ko $bad is refused"
 		rmmod rsoft 2>/dev/null
@@ -42,8 +42,16 @@ for bad in devices=0 devices=17; do
 done
 check "no device left by refused loads" test -z "$(ls /sys/class/infiniband)"
 
+# --- by default the module only offers its link type (rdma link add)
+if insmod "$ko"; then
+	check "insmod rsoft.ko: no device until a link is added" test -z "$(ls /sys/class/infiniband)"
+	check "insmod rsoft.ko: rmmod" rmmod rsoft
+else
+	fail "insmod rsoft.ko (no parameter)"
+fi
+
 # --- stock tools see the device
-check "insmod rsoft.ko" insmod "$ko"
+check "insmod rsoft.ko devices=1" insmod "$ko" devices=1
 expect "ibv_devices lists rsoft0" '^\s+rsoft0\s+02005e0000000001$' ibv_devices
 devinfo=(ibv_devinfo -v -d rsoft0)
 expect "ibv_devinfo: port active" 'state:\s+PORT_ACTIVE \(4\)' "${devinfo[@]}"
@@ -164,7 +172,7 @@ fi
 # --- load, use, unload, 20 times
 reload_ok=1
 for i in $(seq 20); do
-	if ! insmod "$ko" || ! ibv_devinfo -d rsoft0 >/dev/null || ! rmmod rsoft; then
+	if ! insmod "$ko" devices=1 || ! ibv_devinfo -d rsoft0 >/dev/null || ! rmmod rsoft; then
 		reload_ok=0
 		echo "# load/use/unload cycle $i failed"
 		break

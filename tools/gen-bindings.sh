@@ -36,4 +36,5 @@ cd "$objtree"
 	--allowlist-type '(ib|rdma|iw|uverbs)_.*' \
 	--allowlist-function '(_?ib|rdma|rsoft)_.*' \
 	--allowlist-var '(IB|RDMA)_.*' \
+	--allowlist-type 'netdev_cmd|notifier_block' --allowlist-var 'NOTIFY_.*' \
 	-o "$out" -- "${cflags[@]}" -DMODULE -I"$(dirname "$header")"

@@ -11,7 +11,15 @@ if [[ -n ${CMD:-} ]]; then
 fi
 exec "$RSOFT_TOP/tools/vm.sh" -k "$kdir" ${RSOFT_PARAMS:+-m "$RSOFT_PARAMS"} -- bash -c '
 	set -x
-	ibv_devices
 	ibv_devinfo -v -d rsoft0
+	ip addr add 10.0.2.15/24 dev eth0
+	ip link set eth0 up
+	rdma link add rsoft_eth0 type rsoft netdev eth0
+	ibv_devices
+	ibv_devinfo -d rsoft_eth0
 	rdma dev
-	rdma link'
+	rdma link
+	rping -s -a 10.0.2.15 -C 3 &
+	sleep 1
+	rping -c -a 10.0.2.15 -C 3 -v
+	wait'

@@ -8,7 +8,7 @@
 #   -k   kernel build directory (default: the cached debug kernel)
 #   -t   give up after this many seconds (default 600)
 #   -n   do not load rsoft.ko
-#   -m   module parameters for rsoft.ko
+#   -m   module parameters for rsoft.ko (default devices=1: rsoft0)
 #   -o   keep the guest's dmesg (and status) in this host directory
 #
 # COMMAND runs as root in the host's current directory, seen by the guest.
@@ -16,7 +16,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kdir=${KDIR:-} timeout=600 load=1 modargs="" outdir=""
+kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir=""
 while getopts k:t:nm:o: opt; do
 	case $opt in
 	k) kdir=$OPTARG ;;

@@ -75,36 +75,80 @@ impl DeviceAttr {
 // The enums below have the variants rsoft uses; add others as needed.
 
 /// Logical port state (`enum ib_port_state`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum PortState {
+    Down,
     Active,
 }
 
 /// Physical port state (`enum ib_port_phys_state`).
 #[derive(Clone, Copy)]
 pub(crate) enum PhysState {
+    Disabled,
     LinkUp,
 }
 
 /// Path MTU (`enum ib_mtu`).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Mtu {
+    Mtu256,
+    Mtu512,
+    Mtu1024,
+    Mtu2048,
     Mtu4096,
 }
 
 impl Mtu {
     fn to_c(self) -> bindings::ib_mtu {
         match self {
+            Mtu::Mtu256 => bindings::ib_mtu_IB_MTU_256,
+            Mtu::Mtu512 => bindings::ib_mtu_IB_MTU_512,
+            Mtu::Mtu1024 => bindings::ib_mtu_IB_MTU_1024,
+            Mtu::Mtu2048 => bindings::ib_mtu_IB_MTU_2048,
             Mtu::Mtu4096 => bindings::ib_mtu_IB_MTU_4096,
         }
     }
+
+    /// The MTU in bytes.
+    pub(crate) fn bytes(self) -> u32 {
+        256 << (self as u32)
+    }
+
+    /// The largest IB MTU whose packets fit an Ethernet frame of `mtu`
+    /// bytes once the RoCEv2 headers are added (`iboe_get_mtu()`).
+    pub(crate) fn of_ethernet(mtu: u32) -> Option<Self> {
+        // GRH (or IP + UDP), BTH, the largest extended header, ICRC.
+        const HEADERS: u32 = 40 + 8 + 12 + 4 + 28 + 4;
+        let room = mtu.checked_sub(HEADERS)?;
+        [
+            Mtu::Mtu4096,
+            Mtu::Mtu2048,
+            Mtu::Mtu1024,
+            Mtu::Mtu512,
+            Mtu::Mtu256,
+        ]
+        .into_iter()
+        .find(|m| m.bytes() <= room)
+    }
 }
 
-/// Port attributes (`struct ib_port_attr`) of an InfiniBand port.
+/// What a port is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LinkLayer {
+    /// An InfiniBand port with a LID and no management datagrams.
+    InfiniBand,
+    /// A RoCEv2 port on a netdev: GIDs from its addresses, QP1 for the
+    /// connection manager.
+    Ethernet,
+}
+
+/// Port attributes (`struct ib_port_attr`).
 #[derive(Clone, Copy)]
 pub(crate) struct PortAttr {
+    pub(crate) link_layer: LinkLayer,
     pub(crate) state: PortState,
     pub(crate) phys_state: PhysState,
+    /// Unused on Ethernet.
     pub(crate) lid: u16,
     pub(crate) sm_lid: u16,
     pub(crate) max_mtu: Mtu,
@@ -118,9 +162,11 @@ impl PortAttr {
     /// Writes `self` into the core's (zeroed) port attribute struct.
     pub(super) fn write_to(&self, c: &mut bindings::ib_port_attr) {
         c.state = match self.state {
+            PortState::Down => bindings::ib_port_state_IB_PORT_DOWN,
             PortState::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
         };
         c.phys_state = match self.phys_state {
+            PhysState::Disabled => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
             PhysState::LinkUp => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
         } as u8;
         c.lid = self.lid.into();
@@ -130,19 +176,62 @@ impl PortAttr {
         c.max_msg_sz = self.max_msg_sz;
         c.gid_tbl_len = i32::try_from(self.gid_tbl_len).unwrap_or(i32::MAX);
         c.pkey_tbl_len = self.pkey_tbl_len;
+        if self.link_layer == LinkLayer::Ethernet {
+            // The kernel's CM agent runs on QP1 of the port.
+            c.port_cap_flags = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
+        }
         // One data virtual lane: there is no link to arbitrate.
         c.max_vl_num = 1;
         // A virtual 4x EDR link; only reported, never enforced.
         c.active_width = bindings::ib_port_width_IB_WIDTH_4X as u8;
         c.active_speed = bindings::ib_port_speed_IB_SPEED_EDR as u16;
     }
+
+    /// The core's capability flags of the port (`ib_port_immutable`).
+    pub(super) fn core_caps(&self) -> (u32, u32) {
+        match self.link_layer {
+            // Plain IB transport without MADs: no SMA/CM agent on the port.
+            LinkLayer::InfiniBand => (bindings::RDMA_CORE_CAP_PROT_IB, 0),
+            LinkLayer::Ethernet => (
+                bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+                bindings::IB_MGMT_MAD_SIZE,
+            ),
+        }
+    }
+}
+
+/// The kind of a GID table entry (`enum ib_gid_type`) on a RoCE port.
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum GidType {
+    /// InfiniBand, or RoCE v1: a GRH on the wire.
+    #[default]
+    Ib,
+    /// RoCE v2: an IPv4 or IPv6 header on the wire.
+    RoceV2,
+}
+
+impl GidType {
+    pub(super) fn from_c(t: bindings::ib_gid_type) -> Self {
+        if t == bindings::ib_gid_type_IB_GID_TYPE_ROCE_UDP_ENCAP {
+            Self::RoceV2
+        } else {
+            Self::Ib
+        }
+    }
 }
 
 /// A 128-bit global identifier, in network byte order.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Gid(pub(crate) [u8; 16]);
 
 impl Gid {
+    /// The IPv4 address of an IPv4-mapped GID (`::ffff:a.b.c.d`).
+    pub(crate) fn ipv4(&self) -> Option<[u8; 4]> {
+        let g = &self.0;
+        let mapped = g[..10].iter().all(|&b| b == 0) && g[10] == 0xff && g[11] == 0xff;
+        mapped.then(|| [g[12], g[13], g[14], g[15]])
+    }
+
     /// The link-local GID made from an EUI-64 GUID: `fe80::/64` + GUID.
     pub(crate) fn link_local(guid: u64) -> Self {
         let mut raw = [0u8; 16];

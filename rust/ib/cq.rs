@@ -89,8 +89,23 @@ pub(crate) struct Wc {
     pub(crate) imm: Option<u32>,
     pub(crate) src_qp: QpNum,
     pub(crate) slid: u16,
-    /// UD: the first 40 bytes of the receive buffer hold a GRH.
-    pub(crate) grh: bool,
+    /// UD: what the first 40 bytes of the receive buffer hold.
+    pub(crate) grh: RecvGrh,
+}
+
+/// The header a UD receive finds in the first 40 bytes of its buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RecvGrh {
+    /// None was sent: the bytes are undefined.
+    Absent,
+    /// A GRH on an InfiniBand port.
+    Ib,
+    /// RoCE v1: a GRH.
+    RoceV1,
+    /// RoCE v2 over IPv4: an IPv4 header in the last 20 bytes.
+    Ipv4,
+    /// RoCE v2 over IPv6: an IPv6 header.
+    Ipv6,
 }
 
 // A CQ ring stores these: keep them small (Documentation/rsoft.rst).
@@ -108,7 +123,7 @@ impl Wc {
         imm: None,
         src_qp: QpNum::new(0),
         slid: 0,
-        grh: false,
+        grh: RecvGrh::Absent,
     };
 }
 
@@ -159,8 +174,19 @@ impl WcSink<'_> {
         c.slid = wc.slid.into();
         // Only GRH and WITH_IMM mean the same to the kernel and libibverbs.
         let flag = |set: bool, bit: u32| if set { bit as i32 } else { 0 };
+        let network = match wc.grh {
+            RecvGrh::Absent | RecvGrh::Ib => None,
+            RecvGrh::RoceV1 => Some(bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1),
+            RecvGrh::Ipv4 => Some(bindings::rdma_network_type_RDMA_NETWORK_IPV4),
+            RecvGrh::Ipv6 => Some(bindings::rdma_network_type_RDMA_NETWORK_IPV6),
+        };
         c.wc_flags = flag(wc.imm.is_some(), bindings::ib_wc_flags_IB_WC_WITH_IMM)
-            | flag(wc.grh, bindings::ib_wc_flags_IB_WC_GRH);
+            | flag(wc.grh != RecvGrh::Absent, bindings::ib_wc_flags_IB_WC_GRH)
+            | flag(
+                network.is_some(),
+                bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE,
+            );
+        c.network_hdr_type = network.unwrap_or(0) as u8;
         c.pkey_index = 0;
         c.sl = 0;
         c.dlid_path_bits = 0;

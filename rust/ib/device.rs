@@ -1,18 +1,33 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Registration of an RDMA device with the core.
+//! Registration of RDMA devices with the core, and the list of a driver's
+//! devices that unregisters them when the driver goes.
+//!
+//! A registered device belongs to the core from then on: `rdma link delete`
+//! or the removal of its netdev may unregister it at any time, and the core
+//! calls `dealloc_driver` once nothing runs on it any more. That is where
+//! the driver's data is dropped and the device leaves the list.
 
-use super::{bindings, object::CoreObject, verbs::Adapter, Verbs};
-use core::ptr::{self, NonNull};
-use kernel::{error::to_result, prelude::*, str::CStr};
+use super::{attr::LinkLayer, bindings, netdev::NetDev, object::CoreObject, verbs::Adapter, Verbs};
+use core::{
+    marker::PhantomData,
+    ptr::{self, NonNull},
+    sync::atomic::AtomicBool,
+};
+use kernel::{
+    error::to_result,
+    new_mutex,
+    prelude::*,
+    str::CStr,
+    sync::{Arc, Mutex},
+};
 
 /// How a device presents itself to the core, fixed before registration.
-pub(crate) struct DeviceConfig {
-    /// Name pattern; a `%d` is replaced by the first free index.
-    pub(crate) name: &'static CStr,
+pub(crate) struct DeviceConfig<'a> {
+    /// Name; a `%d` is replaced by the first free index.
+    pub(crate) name: &'a CStr,
     /// EUI-64 node GUID, host byte order.
     pub(crate) node_guid: u64,
-    pub(crate) ports: u32,
     pub(crate) comp_vectors: u32,
 }
 
@@ -26,40 +41,116 @@ const DATA_PATH_CMDS: [u32; 5] = [
     bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SRQ_RECV,
 ];
 
-/// A registered RDMA device whose verbs are those of `T`.
-///
-/// Dropping it unregisters the device (waiting for the core's users to go)
-/// and frees it.
-///
-/// # Invariants
-///
-/// `ib` is an `ib_device` allocated with [`Adapter::<T>::DEVICE_SIZE`] bytes,
-/// its driver data is initialised, and it is registered.
-pub(crate) struct Registration<T: Verbs> {
-    ib: NonNull<bindings::ib_device>,
-    _verbs: core::marker::PhantomData<T>,
+/// A device of the list, by the core's pointer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Listed(NonNull<bindings::ib_device>);
+
+// SAFETY: only an address; whoever dereferences it proves it live.
+unsafe impl Send for Listed {}
+
+/// The registered devices of one driver.
+#[pin_data]
+pub(super) struct DeviceList {
+    #[pin]
+    devices: Mutex<KVec<Listed>>,
 }
 
-// SAFETY: the core allows unregistering a device from any thread, and the
-// registration hands out no reference to the device.
-unsafe impl<T: Verbs> Send for Registration<T> {}
-// SAFETY: `&Registration` gives no access to anything.
-unsafe impl<T: Verbs> Sync for Registration<T> {}
+impl DeviceList {
+    /// Whether `ib` is a device of the list, that is, a live device whose
+    /// driver data is a [`DeviceData`] of this driver.
+    pub(super) fn contains(&self, ib: *const bindings::ib_device) -> bool {
+        self.devices
+            .lock()
+            .iter()
+            .any(|d| ptr::eq(d.0.as_ptr(), ib))
+    }
 
-impl<T: Verbs> Registration<T> {
-    /// Allocates a device, initialises its driver data and registers it.
-    pub(crate) fn new(
-        module: &'static ThisModule,
-        config: &DeviceConfig,
+    fn remove(&self, ib: *mut bindings::ib_device) {
+        let mut devices = self.devices.lock();
+        let list = devices.as_mut_slice();
+        if let Some(i) = list.iter().position(|d| d.0.as_ptr() == ib) {
+            let last = list.len() - 1;
+            list.swap(i, last);
+            // SAFETY: shrinks the vector; `Listed` is `Copy`, so nothing
+            // needs dropping.
+            unsafe { devices.set_len(last) };
+        }
+    }
+}
+
+/// What the `ib` layer keeps behind each `ib_device`: its own part, then the
+/// driver's.
+#[pin_data]
+pub(super) struct DeviceData<D> {
+    list: Arc<DeviceList>,
+    pub(super) link_layer: LinkLayer,
+    /// The port state last announced with a port event.
+    pub(super) port_up: AtomicBool,
+    #[pin]
+    pub(super) driver: D,
+}
+
+pub(super) type DeviceObject<T> = CoreObject<bindings::ib_device, DeviceData<<T as Verbs>::Device>>;
+
+/// The devices of a driver whose verbs are those of `T`. Dropping it
+/// unregisters every device still registered (waiting for the core's users
+/// of each to go).
+pub(crate) struct Devices<T: Verbs> {
+    list: Arc<DeviceList>,
+    module: &'static ThisModule,
+    _verbs: PhantomData<T>,
+}
+
+impl<T: Verbs> Devices<T> {
+    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+        let list = Arc::pin_init(
+            pin_init!(DeviceList {
+                devices <- new_mutex!(KVec::new(), "rsoft_devices"),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok(Self {
+            list,
+            module,
+            _verbs: PhantomData,
+        })
+    }
+
+    pub(super) fn list(&self) -> &Arc<DeviceList> {
+        &self.list
+    }
+
+    /// Allocates a device, initialises its driver data and registers it,
+    /// with its one port bound to `netdev` (a RoCE port) or not (an
+    /// InfiniBand port).
+    pub(crate) fn register(
+        &self,
+        config: &DeviceConfig<'_>,
+        netdev: Option<&NetDev>,
         data: impl PinInit<T::Device, Error>,
-    ) -> Result<Self> {
+    ) -> Result {
+        // Room in the list first: once registered, the device must be
+        // listed before anyone can unregister it.
+        self.list.devices.lock().reserve(1, GFP_KERNEL)?;
         // SAFETY: the size covers `ib_device` at offset 0 and the driver data.
         let raw = unsafe { bindings::_ib_alloc_device(Adapter::<T>::DEVICE_SIZE) };
-        let ib = NonNull::new(raw).ok_or(ENOMEM)?;
-
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        let (link_layer, up) = match netdev {
+            Some(n) => (LinkLayer::Ethernet, n.link().up),
+            None => (LinkLayer::InfiniBand, true),
+        };
+        let data = try_pin_init!(DeviceData {
+            list: self.list.clone(),
+            link_layer,
+            port_up: AtomicBool::new(up),
+            driver <- data,
+        }? Error);
         // SAFETY: `raw` is a fresh device of the right size.
-        if let Err(e) = unsafe { CoreObject::<bindings::ib_device, T::Device>::init(raw, data) } {
-            // SAFETY: allocated above, never registered, no driver data.
+        if let Err(e) = unsafe { DeviceObject::<T>::init(raw, data) } {
+            // SAFETY: allocated above, never registered, no driver data:
+            // `dealloc_driver` is not set yet.
             unsafe { bindings::ib_dealloc_device(raw) };
             return Err(e);
         }
@@ -68,14 +159,28 @@ impl<T: Verbs> Registration<T> {
         unsafe {
             bindings::ib_set_device_ops(raw, &Adapter::<T>::OPS);
             // The core pins this module while a process has the device open.
-            (*raw).ops.owner = module.as_ptr().cast();
+            (*raw).ops.owner = self.module.as_ptr().cast();
             (*raw).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*raw).node_guid = config.node_guid.to_be();
-            (*raw).phys_port_cnt = config.ports;
+            (*raw).phys_port_cnt = 1;
             (*raw).num_comp_vectors = config.comp_vectors.try_into()?;
             for cmd in DATA_PATH_CMDS {
                 (*raw).uverbs_cmd_mask |= 1u64 << cmd;
             }
+        }
+        if let Some(netdev) = netdev {
+            // SAFETY: the core holds `netdev` for the call we are in; the
+            // device takes its own reference.
+            let ret = unsafe { bindings::ib_device_set_netdev(raw, netdev.as_ptr(), 1) };
+            if let Err(e) = to_result(ret) {
+                // SAFETY: never registered; `dealloc_driver` drops the data.
+                unsafe { bindings::ib_dealloc_device(raw) };
+                return Err(e);
+            }
+        }
+        if let Some(ib) = NonNull::new(raw) {
+            // Cannot fail: room was reserved above.
+            let _ = self.list.devices.lock().push(Listed(ib), GFP_NOWAIT);
         }
 
         // SAFETY: the device is fully set up; the name is NUL-terminated.
@@ -86,39 +191,56 @@ impl<T: Verbs> Registration<T> {
         };
         if let Err(e) = to_result(ret) {
             // SAFETY: registration failed, so the core no longer calls into
-            // the device; the caller of a failed registration deallocates.
-            unsafe { Self::free(raw) };
+            // the device; the caller of a failed registration deallocates,
+            // which unlists it and drops the data (`dealloc_driver`).
+            unsafe { bindings::ib_dealloc_device(raw) };
             return Err(e);
         }
-        // INVARIANT: allocated, initialised and registered above.
-        Ok(Self {
-            ib,
-            _verbs: core::marker::PhantomData,
-        })
+        Ok(())
     }
+}
 
-    /// Drops the driver data and frees the device.
-    ///
-    /// # Safety
-    ///
-    /// `raw` has initialised driver data and is not (or no longer) registered.
-    unsafe fn free(raw: *mut bindings::ib_device) {
-        // SAFETY: per the contract nothing reaches the driver data any more.
-        unsafe {
-            CoreObject::<bindings::ib_device, T::Device>::drop_data(raw);
-            bindings::ib_dealloc_device(raw);
+impl<T: Verbs> Drop for Devices<T> {
+    fn drop(&mut self) {
+        loop {
+            let next = {
+                let devices = self.list.devices.lock();
+                let Some(&next) = devices.last() else {
+                    break;
+                };
+                // SAFETY: a listed device has not reached `dealloc_driver`
+                // (which unlists it under this lock), so the core has not
+                // dropped its reference; this one keeps the memory.
+                unsafe { bindings::rsoft_ib_device_hold(next.0.as_ptr()) };
+                next
+            };
+            // SAFETY: held above. Unregistering a device that is being or
+            // has been unregistered by someone else waits for that, and
+            // either way `dealloc_driver` has run when this returns.
+            unsafe { bindings::ib_unregister_device(next.0.as_ptr()) };
+            // Only a device whose registration never finished could still
+            // be listed; never loop on it.
+            self.list.remove(next.0.as_ptr());
+            // SAFETY: the reference taken above.
+            unsafe { bindings::rsoft_ib_device_unhold(next.0.as_ptr()) };
         }
     }
 }
 
-impl<T: Verbs> Drop for Registration<T> {
-    fn drop(&mut self) {
-        let raw = self.ib.as_ptr();
-        // SAFETY: by the type invariant the device is registered; once
-        // `ib_unregister_device` returns no verb runs or will run on it.
+impl<T: Verbs> Adapter<T> {
+    /// Bytes to allocate for the device (`ib_alloc_device`).
+    pub(super) const DEVICE_SIZE: usize = DeviceObject::<T>::SIZE;
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.dealloc_driver`.
+    pub(super) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        // SAFETY: the core calls this once, when nothing runs on the
+        // device any more and just before it frees it; the data was
+        // initialised before the ops (and so this op) were set.
         unsafe {
-            bindings::ib_unregister_device(raw);
-            Self::free(raw);
+            DeviceObject::<T>::data(ib).list.remove(ib);
+            DeviceObject::<T>::drop_data(ib);
         }
     }
 }

@@ -5,8 +5,10 @@
 
 use super::{
     ah::{self, Address},
+    attr::LinkLayer,
     bindings,
     cq::{self, CqOps, CqRef},
+    device::DeviceObject,
     eopnotsupp,
     event::Notifier,
     ids::{Key, QpNum},
@@ -71,6 +73,16 @@ pub(crate) enum QpType {
     Uc,
     /// Unreliable datagram: each send names its destination.
     Ud,
+    /// The General Services QP (QP1) of a RoCE port: a UD QP that carries
+    /// the management datagrams of the kernel's CM agent.
+    Gsi,
+}
+
+impl QpType {
+    /// Each send names its destination (UD and GSI).
+    pub(crate) fn is_datagram(self) -> bool {
+        matches!(self, Self::Ud | Self::Gsi)
+    }
 }
 
 /// QP state (`enum ib_qp_state`).
@@ -199,7 +211,8 @@ pub(crate) struct QpModify {
     pub(crate) state: Option<QpState>,
     pub(crate) access_flags: Option<Access>,
     pub(crate) path_mtu: Option<u32>,
-    pub(crate) dest_lid: Option<u16>,
+    /// The primary path's address (`IB_QP_AV`).
+    pub(crate) av: Option<Address>,
     pub(crate) dest_qpn: Option<QpNum>,
     pub(crate) rq_psn: Option<u32>,
     pub(crate) sq_psn: Option<u32>,
@@ -234,7 +247,7 @@ pub(crate) struct QpQuery {
     pub(crate) sq_sig_all: bool,
     pub(crate) access_flags: Access,
     pub(crate) path_mtu: u32,
-    pub(crate) dest_lid: u16,
+    pub(crate) av: Address,
     pub(crate) dest_qpn: QpNum,
     pub(crate) rq_psn: u32,
     pub(crate) sq_psn: u32,
@@ -533,9 +546,10 @@ fn parse_modify(
     if has(bindings::ib_qp_attr_mask_IB_QP_STATE) {
         m.state = Some(QpState::from_c(attr.qp_state)?);
     }
-    // SAFETY: IB link layer: the core fills the `ib` member of the AV.
-    let dlid = unsafe { attr.ah_attr.__bindgen_anon_1.ib.dlid };
-    m.dest_lid = has(bindings::ib_qp_attr_mask_IB_QP_AV).then_some(dlid);
+    if has(bindings::ib_qp_attr_mask_IB_QP_AV) {
+        // SAFETY: the core holds the AV's GID attribute for the call.
+        m.av = Some(unsafe { Address::from_c(&attr.ah_attr) }?);
+    }
     m.access_flags = has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
         .then(|| Access::from_qp(attr.qp_access_flags as u32));
     m.path_mtu = has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU).then_some(attr.path_mtu);
@@ -576,6 +590,7 @@ impl<T: Verbs> Adapter<T> {
                     bindings::ib_qp_type_IB_QPT_RC => QpType::Rc,
                     bindings::ib_qp_type_IB_QPT_UC => QpType::Uc,
                     bindings::ib_qp_type_IB_QPT_UD => QpType::Ud,
+                    bindings::ib_qp_type_IB_QPT_GSI => QpType::Gsi,
                     _ => return Err(eopnotsupp()),
                 };
                 if init.create_flags != 0 {
@@ -669,9 +684,8 @@ impl<T: Verbs> Adapter<T> {
                 attr.max_dest_rd_atomic = q.max_dest_rd_atomic;
                 attr.qkey = q.qkey;
                 attr.port_num = 1;
-                attr.ah_attr.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_IB;
-                attr.ah_attr.port_num = 1;
-                attr.ah_attr.__bindgen_anon_1.ib.dlid = q.dest_lid;
+                let roce = DeviceObject::<T>::data((*qp).device).link_layer == LinkLayer::Ethernet;
+                q.av.write_to(&mut attr.ah_attr, roce);
                 q.cap.write_to(&mut attr.cap);
                 q.cap.write_to(&mut init.cap);
                 init.qp_type = (*qp).qp_type;
@@ -721,8 +735,11 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_send_wr,
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> ffi::c_int {
-        // SAFETY: `qp` is a live QP of ours.
-        let datagram = unsafe { (*qp).qp_type } == bindings::ib_qp_type_IB_QPT_UD;
+        let datagram = matches!(
+            // SAFETY: `qp` is a live QP of ours.
+            unsafe { (*qp).qp_type },
+            bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
+        );
         let mut wrs = SendWrs::new(wr, datagram);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {

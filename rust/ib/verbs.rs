@@ -5,11 +5,13 @@
 
 use super::{
     ah::Address,
-    attr::{DeviceAttr, Gid, PortAttr},
+    attr::{DeviceAttr, Gid, GidType, LinkLayer, PortAttr},
     bindings,
     counters::CounterDesc,
     cq::CqOps,
+    device::DeviceObject,
     mr::MrOps,
+    netdev::{EthLink, PortNetDev},
     object::CoreObject,
     qp::QpOps,
     srq::SrqOps,
@@ -55,10 +57,16 @@ pub(crate) trait Verbs: Sized + 'static {
 
     /// Device attributes; read once by the core at registration.
     fn device_attr(dev: &Self::Device) -> DeviceAttr;
-    /// Attributes of port `port` (1-based).
-    fn port_attr(dev: &Self::Device, port: u32) -> Result<PortAttr>;
-    /// Entry `index` of the GID table of `port`.
+    /// Attributes of port `port` (1-based); `link` is the state of its
+    /// netdev on a RoCE port, `None` on an InfiniBand port.
+    fn port_attr(dev: &Self::Device, port: u32, link: Option<EthLink>) -> Result<PortAttr>;
+    /// Entry `index` of the GID table of an InfiniBand `port`.
     fn gid(dev: &Self::Device, port: u32, index: u32) -> Result<Gid>;
+    /// The core put `gid` in entry `index` of the GID table of a RoCE
+    /// `port` (from the netdev's addresses).
+    fn add_gid(dev: &Self::Device, port: u32, index: u32, gid: Gid, gid_type: GidType) -> Result;
+    /// The core emptied entry `index` of the GID table of a RoCE `port`.
+    fn del_gid(dev: &Self::Device, port: u32, index: u32);
     /// Entry `index` of the P_Key table of `port`.
     fn pkey(dev: &Self::Device, port: u32, index: u16) -> Result<u16>;
     /// A new user context (one per open of the uverbs device).
@@ -77,19 +85,19 @@ pub(crate) trait Verbs: Sized + 'static {
 /// Routes the core's C calls to the [`Verbs`] of `T`.
 pub(super) struct Adapter<T>(PhantomData<T>);
 
-type DeviceObject<T> = CoreObject<bindings::ib_device, <T as Verbs>::Device>;
 type UcontextObject<T> = CoreObject<bindings::ib_ucontext, <T as Verbs>::Ucontext>;
 type PdObject<T> = CoreObject<bindings::ib_pd, <T as Verbs>::Pd>;
 
 impl<T: Verbs> Adapter<T> {
-    /// Bytes to allocate for the device (`ib_alloc_device`).
-    pub(super) const DEVICE_SIZE: usize = DeviceObject::<T>::SIZE;
-
     pub(super) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
         // Stock rdma-core has no provider for a new driver id: match the qib
         // provider's kernel-only ABI 1 (Documentation/rsoft.rst).
         driver_id: bindings::rdma_driver_id_RDMA_DRIVER_QIB,
         uverbs_abi_ver: 1,
+        dealloc_driver: Some(Self::dealloc_driver),
+        add_gid: Some(Self::add_gid),
+        get_link_layer: Some(Self::get_link_layer),
+        del_gid: Some(Self::del_gid),
         query_device: Some(Self::query_device),
         query_port: Some(Self::query_port),
         get_port_immutable: Some(Self::get_port_immutable),
@@ -158,12 +166,30 @@ impl<T: Verbs> Adapter<T> {
 
     /// # Safety
     ///
-    /// `ib` is a device registered (or being registered) by [`super::Registration`].
+    /// `ib` is a device registered (or being registered) by [`super::Devices`].
     pub(super) unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a T::Device {
         // SAFETY: the registration initialised the device data before
-        // registering and drops it only after unregistering, so it is live
-        // during any callback of the core.
-        unsafe { DeviceObject::<T>::data(ib) }.get_ref()
+        // registering, and `dealloc_driver`, the core's last call, drops
+        // it, so it is live during any other callback of the core.
+        &unsafe { DeviceObject::<T>::data(ib) }.get_ref().driver
+    }
+
+    /// The port's link: its netdev's state on a RoCE port, `None` on an
+    /// InfiniBand port.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Self::device`], and `port` is a port of `ib`.
+    unsafe fn link(ib: *mut bindings::ib_device, port: u32) -> Option<EthLink> {
+        // SAFETY: per the function's contract.
+        let data = unsafe { DeviceObject::<T>::data(ib) };
+        if data.link_layer == LinkLayer::InfiniBand {
+            return None;
+        }
+        // SAFETY: per the function's contract. A netdev on its way out
+        // leaves the port down.
+        let netdev = unsafe { PortNetDev::of(ib, port) };
+        Some(netdev.map_or(EthLink { up: false, mtu: 0 }, |n| n.get().link()))
     }
 
     /// # Safety
@@ -175,8 +201,12 @@ impl<T: Verbs> Adapter<T> {
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
         // SAFETY: the core calls this on our device with a valid `attr`.
-        let (dev, attr) = unsafe { (Self::device(ib), &mut *attr) };
-        T::device_attr(dev).write_to(attr);
+        let (data, attr) = unsafe { (DeviceObject::<T>::data(ib), &mut *attr) };
+        T::device_attr(&data.driver).write_to(attr);
+        if data.link_layer == LinkLayer::Ethernet {
+            // A link's device goes with `rdma link delete`.
+            attr.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG);
+        }
         0
     }
 
@@ -189,9 +219,10 @@ impl<T: Verbs> Adapter<T> {
         attr: *mut bindings::ib_port_attr,
     ) -> ffi::c_int {
         from_result(|| {
-            // SAFETY: the core calls this on our device with a valid `attr`.
-            let (dev, attr) = unsafe { (Self::device(ib), &mut *attr) };
-            T::port_attr(dev, port)?.write_to(attr);
+            // SAFETY: the core calls this on our device, for one of its
+            // ports, with a valid `attr`.
+            let (dev, link, attr) = unsafe { (Self::device(ib), Self::link(ib, port), &mut *attr) };
+            T::port_attr(dev, port, link)?.write_to(attr);
             Ok(0)
         })
     }
@@ -205,14 +236,14 @@ impl<T: Verbs> Adapter<T> {
         immutable: *mut bindings::ib_port_immutable,
     ) -> ffi::c_int {
         from_result(|| {
-            // SAFETY: the core calls this on our device with a valid pointer.
-            let (dev, immutable) = unsafe { (Self::device(ib), &mut *immutable) };
-            let attr = T::port_attr(dev, port)?;
+            // SAFETY: the core calls this on our device, for one of its
+            // ports, with a valid pointer.
+            let (dev, link, immutable) =
+                unsafe { (Self::device(ib), Self::link(ib, port), &mut *immutable) };
+            let attr = T::port_attr(dev, port, link)?;
             immutable.pkey_tbl_len = attr.pkey_tbl_len.into();
             immutable.gid_tbl_len = attr.gid_tbl_len.try_into()?;
-            // Plain IB transport without MADs: no SMA/CM agent on the port.
-            immutable.core_cap_flags = bindings::RDMA_CORE_CAP_PROT_IB;
-            immutable.max_mad_size = 0;
+            (immutable.core_cap_flags, immutable.max_mad_size) = attr.core_caps();
             Ok(0)
         })
     }
@@ -232,6 +263,57 @@ impl<T: Verbs> Adapter<T> {
             gid.raw = T::gid(dev, port, index.try_into()?)?.0;
             Ok(0)
         })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.get_link_layer`.
+    unsafe extern "C" fn get_link_layer(
+        ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> bindings::rdma_link_layer {
+        // SAFETY: the core calls this on our device.
+        match unsafe { DeviceObject::<T>::data(ib) }.link_layer {
+            LinkLayer::InfiniBand => bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
+            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.add_gid`.
+    unsafe extern "C" fn add_gid(
+        attr: *const bindings::ib_gid_attr,
+        _context: *mut *mut ffi::c_void,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core passes a valid attribute of one of our
+            // devices' RoCE ports.
+            let (a, dev) = unsafe { (&*attr, Self::device((*attr).device)) };
+            // SAFETY: every bit pattern is a valid GID.
+            let gid = Gid(unsafe { a.gid.raw });
+            T::add_gid(
+                dev,
+                a.port_num,
+                a.index.into(),
+                gid,
+                GidType::from_c(a.gid_type),
+            )?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.del_gid`.
+    unsafe extern "C" fn del_gid(
+        attr: *const bindings::ib_gid_attr,
+        _context: *mut *mut ffi::c_void,
+    ) -> ffi::c_int {
+        // SAFETY: as for `add_gid`.
+        let (a, dev) = unsafe { (&*attr, Self::device((*attr).device)) };
+        T::del_gid(dev, a.port_num, a.index.into());
+        0
     }
 
     /// # Safety

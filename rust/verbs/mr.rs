@@ -30,19 +30,19 @@ impl ib::MrOps for Mr {
             },
             GFP_KERNEL,
         )?;
-        let inserted = dev.net.mrs.insert(mr);
+        let inserted = dev.net.mrs().insert(mr);
         // A refused MR is dropped here, outside the lock (it unpins).
         let key = inserted.map_err(|_| ENOMEM)?;
         Ok((key.key(), Mr { key }))
     }
 
     fn deregister(self: Pin<&Self>, dev: &RsoftDevice) {
-        drop(dev.net.mrs.remove(self.key));
+        drop(dev.net.mrs().remove(self.key));
     }
 
     fn rereg(&self, dev: &RsoftDevice, change: &MrRereg) -> Result {
         // The core serialises calls on one MR: what is read here stays.
-        let old = dev.net.mrs.get(self.key).ok_or(EINVAL)?;
+        let old = dev.net.mrs().get(self.key).ok_or(EINVAL)?;
         let access = change.access.unwrap_or(old.access);
         let (iova, mem) = match (change.pin(access)?, change.new_iova()) {
             (Some(mem), Some(iova)) => (iova, Arc::new(mem, GFP_KERNEL)?),
@@ -58,7 +58,7 @@ impl ib::MrOps for Mr {
             GFP_KERNEL,
         )?;
         // The old region goes when its last transfer is done with it.
-        drop(dev.net.mrs.replace(self.key, new)?);
+        drop(dev.net.mrs().replace(self.key, new)?);
         Ok(())
     }
 }

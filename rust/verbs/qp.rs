@@ -7,13 +7,13 @@ use crate::{
     copy::SgeCopy,
     cq::RsoftCq,
     device::RsoftDevice,
-    engine::{self, Ctx},
+    engine,
     ib::{
         self, QpCap, QpInitAttr, QpModify, QpNum, QpQuery, QpState, QpType, RecvWrs, SendOp,
         SendWrs,
     },
     limits::{self, queue_size},
-    qp::{Qp, QpShared},
+    qp::{Ctx, Qp, QpShared},
     srq::Srq,
     wq::Wqe,
 };
@@ -42,7 +42,7 @@ impl ib::QpOps for Qp {
             cap.max_recv_wr = 0;
             cap.max_recv_sge = 0;
         }
-        let slot = dev.net.reserve_qp()?;
+        let slot = dev.net.reserve_qp(attr.qp_type == QpType::Gsi)?;
         let qpn = slot.qpn();
         let cap = attr.cap;
         let shared = QpShared::new(dev.net.clone(), attr, qpn)?;
@@ -99,7 +99,9 @@ impl ib::QpOps for Qp {
                 let allowed = match qp.qp_type {
                     QpType::Rc => true,
                     QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
-                    QpType::Ud => matches!(wr.op, SendOp::Send) && wr.datagram.is_some(),
+                    QpType::Ud | QpType::Gsi => {
+                        matches!(wr.op, SendOp::Send) && wr.datagram.is_some()
+                    }
                 };
                 if !allowed {
                     return Err(EINVAL);

@@ -4,9 +4,10 @@
 
 use crate::{
     device::RsoftDevice,
-    engine::{self, Ctx},
+    engine,
     ib::{self, PdId, RecvWrs, SrqAttr, SrqModify, SrqNotifier},
     limits::{self, queue_size},
+    qp::Ctx,
     srq::{Srq, SrqShared},
 };
 use kernel::prelude::*;

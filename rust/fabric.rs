@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What every rsoft device of the module shares: one MR table (keys are
+//! unique across devices, and a key only ever works in its own PD, so a
+//! key of one device is just a wrong key on another), the lock that makes
+//! atomics atomic wherever their memory is registered, and the RoCE ports,
+//! found by the GIDs they hold.
+
+use crate::{
+    ib::{Gid, IrqSpinLock},
+    mr::Mrs,
+    new_irq_spinlock,
+};
+use kernel::{prelude::*, sync::Arc};
+
+/// A RoCE port as the fabric sees it.
+pub(crate) trait Port: Send + Sync {
+    /// Whether a packet to `gid` is for this port now (it holds the GID
+    /// and is up).
+    fn answers(&self, gid: &Gid) -> bool;
+}
+
+/// The module's devices' common ground.
+#[pin_data]
+pub(crate) struct Fabric<P> {
+    #[pin]
+    pub(crate) mrs: Mrs,
+    /// Serialises rsoft's atomics (an 8-byte operation each).
+    #[pin]
+    pub(crate) atomics: IrqSpinLock<()>,
+    #[pin]
+    ports: IrqSpinLock<KVec<Arc<P>>>,
+}
+
+impl<P: Port> Fabric<P> {
+    pub(crate) fn new() -> Result<impl PinInit<Self, Error>> {
+        Ok(try_pin_init!(Self {
+            mrs <- Mrs::new()?,
+            atomics <- new_irq_spinlock!((), "rsoft_atomics"),
+            ports <- new_irq_spinlock!(KVec::new(), "rsoft_ports"),
+        }? Error))
+    }
+
+    /// Makes `port` reachable by its GIDs until [`Self::detach`].
+    pub(crate) fn attach(&self, port: Arc<P>) -> Result {
+        self.ports.lock().push(port, GFP_ATOMIC)?;
+        Ok(())
+    }
+
+    /// Makes `port` unreachable; returns it for the caller to drop outside
+    /// the lock.
+    pub(crate) fn detach(&self, port: &P) -> Option<Arc<P>> {
+        let mut ports = self.ports.lock();
+        let list = ports.as_mut_slice();
+        let i = list.iter().position(|p| core::ptr::eq(&**p, port))?;
+        let last = list.len() - 1;
+        list.swap(i, last);
+        // SAFETY: `last` is initialised and is moved out before the length
+        // shrinks past it, so it is neither dropped twice nor leaked.
+        unsafe {
+            let gone = ports.as_mut_ptr().add(last).read();
+            ports.set_len(last);
+            Some(gone)
+        }
+    }
+
+    /// The port a packet to `gid` goes to. This is where a wire to other
+    /// hosts will take what no local port answers; until then such a
+    /// packet is lost.
+    pub(crate) fn port_of(&self, gid: &Gid) -> Option<Arc<P>> {
+        self.ports.lock().iter().find(|p| p.answers(gid)).cloned()
+    }
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The network device a RoCE port is bound to.
+
+use super::bindings;
+use core::ptr::NonNull;
+use kernel::types::Opaque;
+
+/// A network device, borrowed from whoever holds it for the call.
+#[repr(transparent)]
+pub(crate) struct NetDev(Opaque<bindings::net_device>);
+
+/// What a RoCE port takes from its netdev.
+#[derive(Clone, Copy)]
+pub(crate) struct EthLink {
+    /// Running, with a carrier.
+    pub(crate) up: bool,
+    /// The netdev's MTU, in bytes.
+    pub(crate) mtu: u32,
+}
+
+impl NetDev {
+    /// # Safety
+    ///
+    /// `ptr` is a valid `net_device` that its caller holds for `'a`.
+    pub(super) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
+        // SAFETY: per the function's contract; `NetDev` is transparent.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    pub(super) fn as_ptr(&self) -> *mut bindings::net_device {
+        self.0.get()
+    }
+
+    /// The netdev's state now.
+    pub(crate) fn link(&self) -> EthLink {
+        // SAFETY: `self` is a valid netdev (see `from_raw`); both read
+        // fields that may change under us, which only makes the answer old.
+        unsafe {
+            EthLink {
+                up: bindings::rsoft_netdev_up(self.as_ptr()),
+                mtu: bindings::rsoft_netdev_mtu(self.as_ptr()),
+            }
+        }
+    }
+
+    /// The EUI-64 made from the netdev's MAC address (zero without one).
+    pub(crate) fn eui64(&self) -> u64 {
+        // SAFETY: `self` is a valid netdev.
+        unsafe { bindings::rsoft_netdev_eui64(self.as_ptr()) }
+    }
+}
+
+/// A reference to the netdev of a port, taken from the core and put back
+/// when dropped.
+pub(super) struct PortNetDev(NonNull<bindings::net_device>);
+
+impl PortNetDev {
+    /// The netdev port `port` of `ib` is bound to, if it has one that is
+    /// still registered.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is a registered device and `port` one of its ports.
+    pub(super) unsafe fn of(ib: *mut bindings::ib_device, port: u32) -> Option<Self> {
+        // SAFETY: per the function's contract; a non-NULL result is held.
+        NonNull::new(unsafe { bindings::ib_device_get_netdev(ib, port) }).map(Self)
+    }
+
+    pub(super) fn get(&self) -> &NetDev {
+        // SAFETY: held until `self` is dropped.
+        unsafe { NetDev::from_raw(self.0.as_ptr()) }
+    }
+}
+
+impl Drop for PortNetDev {
+    fn drop(&mut self) {
+        // SAFETY: the reference `ib_device_get_netdev` took.
+        unsafe { bindings::rsoft_netdev_put(self.0.as_ptr()) };
+    }
+}
