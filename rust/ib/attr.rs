@@ -137,8 +137,8 @@ impl Mtu {
 pub(crate) enum LinkLayer {
     /// An InfiniBand port with a LID and no management datagrams.
     InfiniBand,
-    /// A RoCEv2 port on a netdev: GIDs from its addresses, QP1 for the
-    /// connection manager.
+    /// A RoCE (v1 and v2) port on a netdev: GIDs from its addresses, QP1
+    /// for the connection manager.
     Ethernet,
 }
 
@@ -192,8 +192,10 @@ impl PortAttr {
         match self.link_layer {
             // Plain IB transport without MADs: no SMA/CM agent on the port.
             LinkLayer::InfiniBand => (bindings::RDMA_CORE_CAP_PROT_IB, 0),
+            // RoCE v1 and v2: the core fills the GID table with both
+            // kinds of each address.
             LinkLayer::Ethernet => (
-                bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+                bindings::RDMA_CORE_PORT_IBA_ROCE | bindings::RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP,
                 bindings::IB_MGMT_MAD_SIZE,
             ),
         }
