@@ -6,10 +6,8 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "rsoft.h"
@@ -167,21 +165,6 @@ TEST_F(dev, two_contexts)
 	EXPECT_EQ(0, ibv_dealloc_pd(b));
 	EXPECT_EQ(0, ibv_close_device(other));
 	EXPECT_EQ(0, ibv_dealloc_pd(a));
-}
-
-/*
- * The core holds a reference on the module for every open uverbs file, so
- * rmmod of rsoft while a process uses the device is refused.
- */
-TEST_F(dev, rmmod_refused_while_open)
-{
-	struct ibv_port_attr p;
-
-	errno = 0;
-	EXPECT_EQ(-1, syscall(SYS_delete_module, "rsoft", O_NONBLOCK));
-	EXPECT_EQ(EWOULDBLOCK, errno);
-	EXPECT_EQ(0, ibv_query_port(self->ctx, 1, &p));
-	EXPECT_EQ(IBV_PORT_ACTIVE, p.state);
 }
 
 TEST_HARNESS_MAIN

@@ -105,6 +105,7 @@ impl<T: Verbs> Adapter<T> {
         query_pkey: Some(Self::query_pkey),
         get_dev_fw_str: Some(Self::get_dev_fw_str),
         alloc_ucontext: Some(Self::alloc_ucontext),
+        disassociate_ucontext: Some(Self::disassociate_ucontext),
         dealloc_ucontext: Some(Self::dealloc_ucontext),
         alloc_pd: Some(Self::alloc_pd),
         dealloc_pd: Some(Self::dealloc_pd),
@@ -368,6 +369,17 @@ impl<T: Verbs> Adapter<T> {
             Ok(0)
         })
     }
+
+    /// Having this op lets the core take a device away from the processes
+    /// that use it (`rdma link delete`, netdev removal, rmmod): it destroys
+    /// their objects through the ordinary destroy verbs and the processes
+    /// see `IBV_EVENT_DEVICE_FATAL`. There is nothing else to undo: rsoft
+    /// maps nothing into a process.
+    ///
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.disassociate_ucontext`.
+    unsafe extern "C" fn disassociate_ucontext(_uctx: *mut bindings::ib_ucontext) {}
 
     /// # Safety
     ///
