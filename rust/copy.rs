@@ -193,9 +193,11 @@ pub(crate) fn copy_sges(
     Ok(())
 }
 
-/// Writes `bytes` at the start of the buffers the (checked) `dst` SGEs name.
-pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], bytes: &[u8]) -> Result {
+/// Writes `bytes` into the buffers the (checked) `dst` SGEs name, from
+/// their byte `skip` on.
+pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], skip: u32, bytes: &[u8]) -> Result {
     let mut dst = Cursor::new(mrs, dst);
+    dst.skip(skip)?;
     let mut done = 0;
     while done < bytes.len() {
         let left = u32::try_from(bytes.len() - done)?;

@@ -22,6 +22,7 @@ mod limits;
 mod mr;
 mod net;
 mod params;
+mod payload;
 mod qp;
 mod quota;
 // Also the host crate tools/ring-test, where its items must be public.

@@ -16,6 +16,7 @@ use crate::{
     limits,
     mr::MrKey,
     net::Net,
+    payload::Payload,
     qp::{QpInner, QpShared, QpUse, Qpn},
     wq::Wqe,
 };
@@ -31,27 +32,23 @@ const QKEY_FROM_QP: u32 = 1 << 31;
 /// copied out under the QP's lock.
 pub(crate) struct Head {
     wqe: Wqe,
-    sges: SgeList,
+    data: Payload,
     /// The send queue's epoch when copied (see [`QpInner::sq_epoch`]).
     epoch: u32,
     attr: QpQuery,
 }
 
 impl Head {
-    /// The bytes its SGEs name: what executing it copies.
+    /// What executing it copies.
     pub(crate) fn bytes(&self) -> u64 {
-        self.sges
-            .as_slice()
-            .iter()
-            .map(|s| u64::from(s.length))
-            .sum()
+        self.data.len()
     }
 
     pub(crate) fn of(inner: &QpInner) -> Option<Self> {
         let (wqe, sges) = inner.sq.front()?;
         Some(Self {
             wqe: *wqe,
-            sges: SgeList::new(sges),
+            data: Payload::new(sges, inner.sq.front_inline()),
             epoch: inner.sq_epoch,
             attr: inner.attr,
         })
@@ -273,7 +270,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
         SendOp::Send | SendOp::RdmaWrite(_) => Access::LOCAL_READ,
         _ => Access::LOCAL_WRITE,
     };
-    let len = match check_sges(&net.mrs, qp.pd, local, head.sges.as_slice()) {
+    let len = match head.data.check(&net.mrs, qp.pd, local) {
         Ok(len) => match u32::try_from(len) {
             Ok(len) if len <= limits::MAX_MSG_SIZE => len,
             _ => return finish_send(net, qp, head, WcStatus::LocalLength, 0, after),
@@ -325,10 +322,12 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
 /// receive `recv` it took, if any.
 fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<'_>) -> Result {
     let mrs = &net.mrs;
-    let sges = head.sges.as_slice();
+    let sges = head.data.sges();
     match head.wqe.op {
-        SendOp::Send => copy_sges(mrs, recv.ok_or(EINVAL)?.sges.as_slice(), 0, sges, pace),
-        SendOp::RdmaWrite(r) => copy_sges(mrs, &[SgeCopy::remote(r, len)], 0, sges, pace),
+        SendOp::Send => head
+            .data
+            .copy_to(mrs, recv.ok_or(EINVAL)?.sges.as_slice(), 0, pace),
+        SendOp::RdmaWrite(r) => head.data.copy_to(mrs, &[SgeCopy::remote(r, len)], 0, pace),
         SendOp::RdmaRead(r) => copy_sges(mrs, sges, 0, &[SgeCopy::remote(r, len)], pace),
         SendOp::CompareSwap {
             remote,
@@ -348,7 +347,7 @@ fn atomic(net: &Net, local: &[SgeCopy], remote: Remote, operand: u64, swap: Opti
         let _atomics = net.atomics.lock();
         rmr.mem.atomic(roff, operand, swap)?
     };
-    write_sges(&net.mrs, local, &old.to_ne_bytes())
+    write_sges(&net.mrs, local, 0, &old.to_ne_bytes())
 }
 
 /// The completion of a receive that a request of `from` (`head`) took.
@@ -465,7 +464,7 @@ fn finish_send(
 /// UD: delivers the datagram `head` if it reaches a ready receive, and
 /// completes the send as sent whatever became of it.
 fn send_datagram(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool {
-    let len = match check_sges(&net.mrs, qp.pd, Access::LOCAL_READ, head.sges.as_slice()) {
+    let len = match head.data.check(&net.mrs, qp.pd, Access::LOCAL_READ) {
         Err(BadSge) => return finish_send(net, qp, head, WcStatus::LocalProtection, 0, after),
         Ok(len) if len > UD_MAX_MESSAGE => {
             return finish_send(net, qp, head, WcStatus::LocalLength, 0, after)
@@ -529,10 +528,10 @@ fn deliver(
         };
         let rsges = recv.sges.as_slice();
         let moved = match &d.address.grh {
-            Some(route) => write_sges(&net.mrs, rsges, &grh::header(net.gid, route, len)),
+            Some(route) => write_sges(&net.mrs, rsges, 0, &grh::header(net.gid, route, len)),
             None => Ok(()),
         }
-        .and_then(|()| copy_sges(&net.mrs, rsges, GRH_LEN, head.sges.as_slice(), &pace));
+        .and_then(|()| head.data.copy_to(&net.mrs, rsges, GRH_LEN, &pace));
         net.counters.executed(&head.wqe, len);
         status_of(moved)
     } else {

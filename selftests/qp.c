@@ -299,7 +299,7 @@ TEST_F(qp, inline_data_not_granted_is_refused)
 		.send_cq = self->lb.scq, .recv_cq = self->lb.rcq,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1,
-			 .max_inline_data = 64 },
+			 .max_inline_data = RSOFT_MAX_INLINE_DATA + 1 },
 		.qp_type = IBV_QPT_RC,
 	};
 	struct ibv_qp *qp = ibv_create_qp(self->lb.pd, &init);

@@ -17,7 +17,7 @@ use super::{
     Verbs,
 };
 use core::{marker::PhantomData, ptr};
-use kernel::{error::from_result, ffi, prelude::*};
+use kernel::{error::from_result, ffi, prelude::*, uaccess::UserSlice};
 
 /// Names a QP in a work completion (`ib_wc.qp`).
 ///
@@ -321,6 +321,46 @@ pub(crate) struct SendWr<'a> {
     pub(crate) sges: &'a [Sge],
     /// The destination, on a UD QP.
     pub(crate) datagram: Option<Datagram>,
+    /// `IB_SEND_INLINE`: the data is taken from the SGEs' buffers when
+    /// posted ([`SendWr::read_inline`]); their lkeys mean nothing.
+    pub(crate) inline: bool,
+    /// The SGEs' buffers are a process's (a user QP's post, which comes in
+    /// that process's system call), not the kernel's.
+    user: bool,
+}
+
+impl SendWr<'_> {
+    /// Copies the data of an inline send into `out` from the poster's
+    /// buffers and returns its length: EINVAL when it does not fit,
+    /// EFAULT when a buffer cannot be read. Safe whatever the addresses:
+    /// user memory is read with `copy_from_user`, kernel memory with
+    /// `copy_from_kernel_nofault`.
+    pub(crate) fn read_inline(&self, out: &mut [u8]) -> Result<usize> {
+        let mut done = 0;
+        for sge in self.sges {
+            let len = sge.length() as usize;
+            let to = out.get_mut(done..done + len).ok_or(EINVAL)?;
+            if self.user {
+                let addr = usize::try_from(sge.addr()).map_err(|_| EFAULT)?;
+                UserSlice::new(addr, len).reader().read_slice(to)?;
+            } else {
+                // SAFETY: `to` is `len` writable bytes; the source is only
+                // probed, a fault yields an error.
+                let ret = unsafe {
+                    kernel::bindings::copy_from_kernel_nofault(
+                        to.as_mut_ptr().cast(),
+                        sge.addr() as usize as *const ffi::c_void,
+                        len,
+                    )
+                };
+                if ret != 0 {
+                    return Err(EFAULT);
+                }
+            }
+            done += len;
+        }
+        Ok(done)
+    }
 }
 
 /// One receive work request.
@@ -338,15 +378,18 @@ pub(crate) struct WrList<'a, W> {
     current: *const W,
     /// The QP is UD: its send WRs are `ib_ud_wr`s.
     datagram: bool,
+    /// The QP is a process's: its WRs name user memory.
+    user: bool,
     _list: PhantomData<&'a W>,
 }
 
 impl<W> WrList<'_, W> {
-    pub(super) fn new(head: *const W, datagram: bool) -> Self {
+    pub(super) fn new(head: *const W, datagram: bool, user: bool) -> Self {
         Self {
             next: head,
             current: head,
             datagram,
+            user,
             _list: PhantomData,
         }
     }
@@ -389,10 +432,6 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             Some(op) => op,
             None => return Some(Err(EINVAL)),
         };
-        if flags & bindings::ib_send_flags_IB_SEND_INLINE != 0 {
-            // max_inline_data is 0: the SGEs would name no registered memory.
-            return Some(Err(EINVAL));
-        }
         // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
         let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
             Ok(s) => s,
@@ -420,6 +459,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             imm: with_imm.then_some(imm),
             sges,
             datagram,
+            inline: flags & bindings::ib_send_flags_IB_SEND_INLINE != 0,
+            user: self.user,
         }))
     }
 }
@@ -722,8 +763,13 @@ impl<T: Verbs> Adapter<T> {
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> ffi::c_int {
         // SAFETY: `qp` is a live QP of ours.
-        let datagram = unsafe { (*qp).qp_type } == bindings::ib_qp_type_IB_QPT_UD;
-        let mut wrs = SendWrs::new(wr, datagram);
+        let (datagram, user) = unsafe {
+            (
+                (*qp).qp_type == bindings::ib_qp_type_IB_QPT_UD,
+                !(*qp).uobject.is_null(),
+            )
+        };
+        let mut wrs = SendWrs::new(wr, datagram, user);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
@@ -741,7 +787,7 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr, false);
+        let mut wrs = RecvWrs::new(wr, false, false);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);

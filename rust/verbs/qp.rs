@@ -88,10 +88,7 @@ impl ib::QpOps for Qp {
     fn post_send(&self, dev: &RsoftDevice, wrs: &mut SendWrs<'_>) -> Result {
         let qp = self.shared.enter().ok_or(EINVAL)?;
         let posted = (|| {
-            let mut inner = qp.inner.lock();
-            if !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Error) {
-                return Err(EINVAL);
-            }
+            let mut data = [0u8; limits::MAX_INLINE_DATA as usize];
             for wr in wrs {
                 let wr = wr?;
                 // UC has no responder resources: no reads, no atomics; UD
@@ -104,6 +101,22 @@ impl ib::QpOps for Qp {
                 if !allowed {
                     return Err(EINVAL);
                 }
+                // Only what carries data can carry it inline. The copy may
+                // fault in user memory: it is made before taking the lock.
+                let inline = if wr.inline {
+                    if !matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)) {
+                        return Err(EINVAL);
+                    }
+                    let room = data.get_mut(..qp.cap.max_inline_data as usize);
+                    let len = wr.read_inline(room.ok_or(EINVAL)?)?;
+                    Some(&data[..len])
+                } else {
+                    None
+                };
+                let mut inner = qp.inner.lock();
+                if !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Error) {
+                    return Err(EINVAL);
+                }
                 let wqe = Wqe {
                     wr_id: wr.wr_id,
                     op: wr.op,
@@ -112,8 +125,11 @@ impl ib::QpOps for Qp {
                     imm: wr.imm,
                     num_sge: wr.sges.len(),
                     datagram: wr.datagram,
+                    inline: None,
                 };
-                inner.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+                inner
+                    .sq
+                    .push(wqe, wr.sges.iter().map(SgeCopy::from), inline)?;
             }
             Ok(())
         })();

@@ -8,8 +8,9 @@
  * the next one, from whatever context the CQ polls in. One more run
  * takes the receives from an SRQ, whose ib_drain_qp() waits for the Last
  * WQE Reached event.
- * Two last checks post refused WR lists and read bad_wr, and make an RC
- * QP complete in error.
+ * The last checks post refused WR lists and read bad_wr, make an RC QP
+ * complete in error, defer a large post made with IRQs off and send
+ * inline data.
  * Runs at load; prints one TAP line per check and fails the load if any
  * check failed.
  */
@@ -105,16 +106,20 @@ static void recv_done(struct ib_cq *cq, struct ib_wc *wc)
 	msg_done(wc, true);
 }
 
-/* An RC QP of @depth WRs with one SGE each, receiving from @srq if set. */
+/*
+ * An RC QP of @depth WRs with one SGE each and @max_inline bytes of inline
+ * data, receiving from @srq if set.
+ */
 static struct ib_qp *new_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
-			       struct ib_srq *srq, u32 depth)
+			       struct ib_srq *srq, u32 depth, u32 max_inline)
 {
 	struct ib_qp_init_attr init = {
 		.send_cq = cq,
 		.recv_cq = cq,
 		.srq = srq,
 		.cap = { .max_send_wr = depth, .max_recv_wr = depth,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = max_inline },
 		.sq_sig_type = IB_SIGNAL_REQ_WR,
 		.qp_type = IB_QPT_RC,
 	};
@@ -125,7 +130,7 @@ static struct ib_qp *new_rc_qp(struct ib_pd *pd, struct ib_cq *cq,
 static struct ib_qp *create_qp(struct kverbs_run *run, struct ib_srq *srq)
 {
 	/* One more WR of each kind for ib_drain_qp(). */
-	return new_rc_qp(run->pd, run->cq, srq, NMSG + 1);
+	return new_rc_qp(run->pd, run->cq, srq, NMSG + 1, 0);
 }
 
 static int connect_qp(struct ib_qp *qp, u16 lid, u32 dest_qpn)
@@ -341,7 +346,7 @@ static int check_bad_wr(struct ib_device *dev)
 	ret = PTR_ERR_OR_ZERO(cq);
 	if (ret)
 		goto free_pd;
-	qp = new_rc_qp(pd, cq, NULL, 4);
+	qp = new_rc_qp(pd, cq, NULL, 4, 0);
 	ret = PTR_ERR_OR_ZERO(qp);
 	if (ret)
 		goto free_cq;
@@ -421,7 +426,8 @@ static void pair_fini(struct pair *p)
 		ib_dealloc_pd(p->pd);
 }
 
-static int pair_init(struct pair *p, struct ib_device *dev)
+/* Connects a new pair whose QPs may send @max_inline bytes inline. */
+static int pair_init(struct pair *p, struct ib_device *dev, u32 max_inline)
 {
 	struct ib_port_attr port;
 	int ret;
@@ -436,10 +442,10 @@ static int pair_init(struct pair *p, struct ib_device *dev)
 	p->bcq = ib_alloc_cq(dev, NULL, 16, 0, IB_POLL_DIRECT);
 	if (IS_ERR(p->bcq))
 		return PTR_ERR(p->bcq);
-	p->a = new_rc_qp(p->pd, p->cq, NULL, 4);
+	p->a = new_rc_qp(p->pd, p->cq, NULL, 4, max_inline);
 	if (IS_ERR(p->a))
 		return PTR_ERR(p->a);
-	p->b = new_rc_qp(p->pd, p->bcq, NULL, 4);
+	p->b = new_rc_qp(p->pd, p->bcq, NULL, 4, max_inline);
 	if (IS_ERR(p->b))
 		return PTR_ERR(p->b);
 	ret = ib_query_port(dev, 1, &port);
@@ -484,7 +490,7 @@ static int check_error_enters_err(struct ib_device *dev)
 	ret = -EIO;
 	if (ib_dma_mapping_error(dev, dma))
 		goto free_bufs;
-	ret = pair_init(&p, dev);
+	ret = pair_init(&p, dev, 0);
 	if (!ret)
 		ret = post_recv_at(p.b, dma, 64, 10);
 	if (!ret)
@@ -550,7 +556,7 @@ static int check_atomic_post_defers(struct ib_device *dev)
 	ddma = ib_dma_map_single(dev, dst, BIG, DMA_FROM_DEVICE);
 	if (ib_dma_mapping_error(dev, ddma))
 		goto unmap_src;
-	ret = pair_init(&p, dev);
+	ret = pair_init(&p, dev, 0);
 	if (!ret)
 		ret = post_recv_at(p.b, ddma, BIG, 20);
 	if (ret)
@@ -577,6 +583,71 @@ unmap_src:
 free_bufs:
 	kfree(dst);
 	kfree(src);
+	return ret;
+}
+
+#define INLINE	128
+
+/*
+ * A kernel QP's inline SEND takes its data from kernel memory that no DMA
+ * mapping or key names (here the stack) when posted: overwritten at once,
+ * it still arrives intact. More than the QP was granted is refused.
+ */
+static int check_inline_send(struct ib_device *dev)
+{
+	u8 src[INLINE + 1], want[INLINE];
+	struct ib_sge sge = { .addr = (uintptr_t)src, .length = INLINE,
+			      .lkey = 0xdeadbeef };
+	struct ib_send_wr wr = {
+		.wr_id = 31, .sg_list = &sge, .num_sge = 1, .opcode = IB_WR_SEND,
+		.send_flags = IB_SEND_SIGNALED | IB_SEND_INLINE,
+	};
+	const struct ib_send_wr *bad = NULL;
+	struct ib_qp_init_attr init;
+	struct ib_qp_attr attr;
+	struct ib_wc swc, rwc;
+	struct pair p;
+	u8 *dst;
+	u64 ddma;
+	int ret = -ENOMEM;
+
+	dst = kzalloc(INLINE, GFP_KERNEL);
+	if (!dst)
+		return ret;
+	ret = -EIO;
+	ddma = ib_dma_map_single(dev, dst, INLINE, DMA_FROM_DEVICE);
+	if (ib_dma_mapping_error(dev, ddma))
+		goto free_dst;
+	get_random_bytes(src, sizeof(src));
+	memcpy(want, src, INLINE);
+	ret = pair_init(&p, dev, INLINE);
+	if (!ret)
+		ret = ib_query_qp(p.a, &attr, IB_QP_CAP, &init);
+	if (!ret && init.cap.max_inline_data < INLINE)
+		ret = -EBADMSG;
+	if (!ret)
+		ret = post_recv_at(p.b, ddma, INLINE, 30);
+	if (!ret)
+		ret = ib_post_send(p.a, &wr, NULL);
+	if (ret)
+		goto fini;
+	memset(src, 0, sizeof(src));
+	ret = -EBADMSG;
+	if (!wait_wc(p.cq, &swc) || !wait_wc(p.bcq, &rwc))
+		goto fini;
+	if (swc.wr_id != 31 || swc.status != IB_WC_SUCCESS ||
+	    rwc.wr_id != 30 || rwc.status != IB_WC_SUCCESS ||
+	    rwc.byte_len != INLINE || memcmp(dst, want, INLINE))
+		goto fini;
+	sge.length = INLINE + 1;
+	if (ib_post_send(p.a, &wr, &bad) != -EINVAL || bad != &wr)
+		goto fini;
+	ret = 0;
+fini:
+	pair_fini(&p);
+	ib_dma_unmap_single(dev, ddma, INLINE, DMA_FROM_DEVICE);
+free_dst:
+	kfree(dst);
 	return ret;
 }
 
@@ -619,6 +690,8 @@ static void __init selftest(void)
 	       ": an error completion puts the QP in ERR");
 	report(++i, check_atomic_post_defers(dev),
 	       ": a 1 MiB post with IRQs off is left to the worker");
+	report(++i, check_inline_send(dev),
+	       ": an inline SEND is taken from its buffer when posted");
 	ib_device_put(dev);
 }
 
