@@ -9,7 +9,7 @@ use crate::{
     limits,
     mr::{MrEntry, MrKey, Mrs},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 /// The most bytes copied between two checks for rescheduling and for the
 /// QP being destroyed: what bounds the time a CPU spends without a chance
@@ -118,7 +118,7 @@ struct Cursor<'s> {
     mrs: &'s Mrs,
     sges: core::slice::Iter<'s, SgeCopy>,
     /// The current SGE, its MR and its offset in the MR.
-    cur: Option<(SgeCopy, Arc<MrEntry>, u64)>,
+    cur: Option<(SgeCopy, MrEntry, u64)>,
     /// Bytes of `cur` already walked.
     done: u32,
 }

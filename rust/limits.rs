@@ -21,6 +21,9 @@ pub(crate) const MAX_SRQ_WR: u32 = 16384;
 pub(crate) const MAX_AH: u32 = 4096;
 pub(crate) const MAX_RD_ATOM: u32 = 16;
 pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
+/// Pages a fast-registration MR maps (its page list is allocated with it):
+/// what NVMe over RDMA and iSER ask for fits.
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
 /// Bytes of inline data a send WR may carry (what perftest, UCX, libfabric
 /// and librpma ask for fits); a QP gets what it asks for, and each WQE of
 /// its send queue that much room.

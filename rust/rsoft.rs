@@ -15,6 +15,7 @@ mod counters;
 mod cq;
 mod device;
 mod engine;
+mod fastreg;
 mod gate;
 mod grh;
 mod ib;

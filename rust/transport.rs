@@ -9,6 +9,7 @@
 use crate::{
     complete::{self, After},
     copy::{check_sges, copy_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
+    fastreg,
     grh::{self, GRH_LEN},
     ib::{
         Access, Datagram, PdId, QpQuery, QpState, QpType, Remote, SendOp, Wc, WcOpcode, WcStatus,
@@ -113,6 +114,10 @@ fn receive_at<R>(
 /// Executes or fails the head send WQE of `qp` (copied as `head`).
 /// Returns whether there may be more to do.
 pub(crate) fn send(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &mut After) -> bool {
+    if let SendOp::Local(op) = &head.wqe.op {
+        let status = fastreg::execute(&net.mrs, qp.pd, op);
+        return finish_send(net, qp, head, status, 0, after);
+    }
     match qp.qp_type {
         QpType::Ud => send_datagram(net, qp, head, after),
         QpType::Rc | QpType::Uc => send_connected(net, qp, head, may_sleep, after),
@@ -206,6 +211,8 @@ fn judge(
                 remote_check(remote, Access::REMOTE_ATOMIC)
             }
         }
+        // Executed by the requester (`send`), never sent.
+        SendOp::Local(_) => Some(Verdict::SenderError(WcStatus::LocalQpOperation)),
     };
     if let Some(verdict) = rejected {
         return (None, verdict);
@@ -250,6 +257,17 @@ fn judge(
     if recv.as_ref().is_some_and(|r| r.own) {
         d.rq_busy += 1;
     }
+    // SEND_WITH_INV: the key names a fast-registration MR of the responder
+    // (only kernel consumers have any), invalidated as the send is taken.
+    let verdict = match (verdict, head.wqe.invalidate) {
+        (Verdict::Execute, Some(key)) if net.mrs.invalidate(dest.pd, MrKey::of(key)).is_err() => {
+            Verdict::BothError {
+                sender: WcStatus::RemoteOperation,
+                receiver: WcStatus::RemoteInvalidRequest,
+            }
+        }
+        (verdict, _) => verdict,
+    };
     (recv, verdict)
 }
 
@@ -335,6 +353,7 @@ fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<
             swap,
         } => atomic(net, sges, remote, compare, Some(swap)),
         SendOp::FetchAdd { remote, add } => atomic(net, sges, remote, add, None),
+        SendOp::Local(_) => Err(EINVAL),
     }
 }
 
@@ -383,7 +402,7 @@ fn recv_wc(
             _ => WcOpcode::RecvRdmaWithImm,
         },
         byte_len: len + grh_len,
-        imm: head.wqe.imm,
+        ex: head.wqe.recv_ex(),
         src_qp: from.qpn.num(),
         slid: net.lid,
         grh,

@@ -5,7 +5,7 @@
 
 use crate::{
     copy::SgeCopy,
-    ib::{Datagram, RecvWrs, SendOp, WcOpcode},
+    ib::{Datagram, Key, LocalOp, RecvWrs, SendOp, WcEx, WcOpcode},
 };
 use kernel::prelude::*;
 
@@ -17,6 +17,8 @@ pub(crate) struct Wqe {
     pub(crate) signaled: bool,
     pub(crate) solicited: bool,
     pub(crate) imm: Option<u32>,
+    /// SEND_WITH_INV: the responder's key to invalidate.
+    pub(crate) invalidate: Option<Key>,
     pub(crate) num_sge: usize,
     /// UD: the destination, copied from the address handle when posted.
     pub(crate) datagram: Option<Datagram>,
@@ -43,6 +45,17 @@ impl Wqe {
             SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
             SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
             SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+            SendOp::Local(LocalOp::RegMr(_)) => WcOpcode::RegMr,
+            SendOp::Local(LocalOp::Invalidate(_)) => WcOpcode::LocalInv,
+        }
+    }
+
+    /// What the responder's completion carries besides the data.
+    pub(crate) fn recv_ex(&self) -> WcEx {
+        match (self.imm, self.invalidate) {
+            (Some(imm), _) => WcEx::Imm(imm),
+            (None, Some(key)) => WcEx::Invalidated(key),
+            (None, None) => WcEx::None,
         }
     }
 
@@ -52,6 +65,7 @@ impl Wqe {
         signaled: false,
         solicited: false,
         imm: None,
+        invalidate: None,
         num_sge: 0,
         datagram: None,
         inline: None,
@@ -82,6 +96,7 @@ impl WorkQueue {
                 signaled: true,
                 solicited: false,
                 imm: None,
+                invalidate: None,
                 num_sge: wr.sges.len(),
                 datagram: None,
                 inline: None,

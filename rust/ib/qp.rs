@@ -10,7 +10,7 @@ use super::{
     eopnotsupp,
     event::Notifier,
     ids::{Key, QpNum},
-    mr::Access,
+    mr::{Access, MrId},
     object::CoreObject,
     srq,
     verbs::Adapter,
@@ -299,6 +299,29 @@ pub(crate) enum SendOp {
         remote: Remote,
         add: u64,
     },
+    /// Executed by the requester alone, on its device's MRs.
+    Local(LocalOp),
+}
+
+/// A work request that goes nowhere: it changes an MR of the device.
+#[derive(Clone, Copy)]
+pub(crate) enum LocalOp {
+    /// Registers a fast-registration MR (`IB_WR_REG_MR`).
+    RegMr(FastReg),
+    /// Invalidates the MR this key names (`IB_WR_LOCAL_INV`).
+    Invalidate(Key),
+}
+
+/// What an `IB_WR_REG_MR` registers: the MR `mr` (the one whose keys are
+/// `mr_key` now) under the new key `key`, at `iova`, with `access`. The
+/// pages are those its last `map_mr_sg` stored.
+#[derive(Clone, Copy)]
+pub(crate) struct FastReg {
+    pub(crate) mr: MrId,
+    pub(crate) mr_key: Key,
+    pub(crate) key: Key,
+    pub(crate) iova: u64,
+    pub(crate) access: Access,
 }
 
 /// Where a UD send goes (`struct ib_ud_wr`), copied out of the address
@@ -318,6 +341,8 @@ pub(crate) struct SendWr<'a> {
     pub(crate) solicited: bool,
     /// Immediate data, network byte order.
     pub(crate) imm: Option<u32>,
+    /// `IB_WR_SEND_WITH_INV`: the responder's key to invalidate.
+    pub(crate) invalidate: Option<Key>,
     pub(crate) sges: &'a [Sge],
     /// The destination, on a UD QP.
     pub(crate) datagram: Option<Datagram>,
@@ -427,9 +452,11 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         self.next = wr.next;
         let flags = wr.send_flags;
         // SAFETY: the core allocates the container that the opcode names
-        // (`ib_rdma_wr`, `ib_atomic_wr`), with the `ib_send_wr` first.
-        let (op, with_imm) = match unsafe { send_op(self.current) } {
-            Some(op) => op,
+        // (`ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr`), with the
+        // `ib_send_wr` first.
+        let (op, ex) = match unsafe { send_op(self.current) } {
+            Some(Ok(op)) => op,
+            Some(Err(e)) => return Some(Err(e)),
             None => return Some(Err(EINVAL)),
         };
         // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
@@ -437,8 +464,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        // SAFETY: a plain integer union; meaningful for *_WITH_IMM only.
-        let imm = unsafe { wr.ex.imm_data };
+        // SAFETY: a plain integer union, read as `send_op` says.
+        let ex_value = unsafe { wr.ex.imm_data };
         let datagram = if self.datagram {
             // SAFETY: on a UD QP the core passes `ib_ud_wr`s, whose AH is
             // live for the call and belongs to this device.
@@ -456,7 +483,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
             signaled: flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0,
             solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
-            imm: with_imm.then_some(imm),
+            imm: (ex == Ex::Imm).then_some(ex_value),
+            invalidate: (ex == Ex::Invalidate).then_some(Key::new(ex_value)),
             sges,
             datagram,
             inline: flags & bindings::ib_send_flags_IB_SEND_INLINE != 0,
@@ -503,15 +531,27 @@ unsafe fn datagram(wr: *const bindings::ib_send_wr) -> Option<Datagram> {
     })
 }
 
-/// Reads the operation of a send WR and whether it carries immediate data.
+/// What the `ex` union of a send WR holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ex {
+    None,
+    /// `imm_data`.
+    Imm,
+    /// `invalidate_rkey`, of a SEND_WITH_INV.
+    Invalidate,
+}
+
+/// Reads the operation of a send WR and what its `ex` union holds; `None`
+/// for an opcode rsoft does not implement.
 ///
 /// # Safety
 ///
-/// `wr` is valid and, for RDMA and atomic opcodes, the first member of an
-/// `ib_rdma_wr` or `ib_atomic_wr` respectively.
-unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
+/// `wr` is valid and, for RDMA, atomic and REG_MR opcodes, the first
+/// member of an `ib_rdma_wr`, `ib_atomic_wr` or `ib_reg_wr` respectively,
+/// the last naming a live MR (or none).
+unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<Result<(SendOp, Ex)>> {
     // SAFETY: per the function's contract.
-    let opcode = unsafe { (*wr).opcode };
+    let (opcode, ex) = unsafe { ((*wr).opcode, (*wr).ex.invalidate_rkey) };
     let rdma = || {
         // SAFETY: per the function's contract, for the RDMA opcodes.
         let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
@@ -529,12 +569,27 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
         };
         (remote, a.compare_add, a.swap)
     };
-    Some(match opcode {
-        bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, false),
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (SendOp::Send, true),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (SendOp::RdmaWrite(rdma()), false),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), true),
-        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), false),
+    let reg = || {
+        // SAFETY: per the function's contract, for REG_MR.
+        let (r, mr) = unsafe {
+            let r = &*wr.cast::<bindings::ib_reg_wr>();
+            (r, r.mr.as_ref().ok_or(EINVAL)?)
+        };
+        Ok(FastReg {
+            mr: MrId::new(r.mr),
+            mr_key: Key::new(mr.lkey),
+            key: Key::new(r.key),
+            iova: mr.iova,
+            access: Access::from_request(r.access as u32)?,
+        })
+    };
+    Some(Ok(match opcode {
+        bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, Ex::None),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (SendOp::Send, Ex::Imm),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => (SendOp::Send, Ex::Invalidate),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (SendOp::RdmaWrite(rdma()), Ex::None),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), Ex::Imm),
+        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), Ex::None),
         bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
             let (remote, compare, swap) = atomic();
             let op = SendOp::CompareSwap {
@@ -542,14 +597,21 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
                 compare,
                 swap,
             };
-            (op, false)
+            (op, Ex::None)
         }
         bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
             let (remote, add, _) = atomic();
-            (SendOp::FetchAdd { remote, add }, false)
+            (SendOp::FetchAdd { remote, add }, Ex::None)
         }
+        bindings::ib_wr_opcode_IB_WR_LOCAL_INV => {
+            (SendOp::Local(LocalOp::Invalidate(Key::new(ex))), Ex::None)
+        }
+        bindings::ib_wr_opcode_IB_WR_REG_MR => match reg() {
+            Ok(reg) => (SendOp::Local(LocalOp::RegMr(reg)), Ex::None),
+            Err(e) => return Some(Err(e)),
+        },
         _ => return None,
-    })
+    }))
 }
 
 /// A send work request list.

@@ -92,12 +92,13 @@ impl ib::QpOps for Qp {
             for wr in wrs {
                 let wr = wr?;
                 // UC has no responder resources: no reads, no atomics; UD
-                // only sends, each to an address.
+                // only sends, each to an address. Fast registration and
+                // invalidation are RC's.
                 let allowed = match qp.qp_type {
                     QpType::Rc => true,
                     QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
                     QpType::Ud => matches!(wr.op, SendOp::Send) && wr.datagram.is_some(),
-                };
+                } && (qp.qp_type == QpType::Rc || wr.invalidate.is_none());
                 if !allowed {
                     return Err(EINVAL);
                 }
@@ -123,6 +124,7 @@ impl ib::QpOps for Qp {
                     signaled: wr.signaled,
                     solicited: wr.solicited,
                     imm: wr.imm,
+                    invalidate: wr.invalidate,
                     num_sge: wr.sges.len(),
                     datagram: wr.datagram,
                     inline: None,
