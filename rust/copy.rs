@@ -9,7 +9,7 @@ use crate::{
     limits,
     mr::{MrEntry, MrKey, Mrs},
 };
-use kernel::{prelude::*, sync::Arc};
+use kernel::prelude::*;
 
 /// The most bytes copied between two checks for rescheduling and for the
 /// QP being destroyed: what bounds the time a CPU spends without a chance
@@ -118,7 +118,7 @@ struct Cursor<'s> {
     mrs: &'s Mrs,
     sges: core::slice::Iter<'s, SgeCopy>,
     /// The current SGE, its MR and its offset in the MR.
-    cur: Option<(SgeCopy, Arc<MrEntry>, u64)>,
+    cur: Option<(SgeCopy, MrEntry, u64)>,
     /// Bytes of `cur` already walked.
     done: u32,
 }
@@ -193,9 +193,11 @@ pub(crate) fn copy_sges(
     Ok(())
 }
 
-/// Writes `bytes` at the start of the buffers the (checked) `dst` SGEs name.
-pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], bytes: &[u8]) -> Result {
+/// Writes `bytes` into the buffers the (checked) `dst` SGEs name, from
+/// their byte `skip` on.
+pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], skip: u32, bytes: &[u8]) -> Result {
     let mut dst = Cursor::new(mrs, dst);
+    dst.skip(skip)?;
     let mut done = 0;
     while done < bytes.len() {
         let left = u32::try_from(bytes.len() - done)?;

@@ -64,6 +64,8 @@ impl Counters {
             SendOp::RdmaWrite(_) => Counter::RdmaWrites,
             SendOp::RdmaRead(_) => Counter::RdmaReads,
             SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => Counter::Atomics,
+            // Moves no data; not a port operation.
+            SendOp::Local(_) => return,
         };
         self.add(op, 1);
         self.add(Counter::Receives, wqe.consumes_recv().into());

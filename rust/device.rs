@@ -178,6 +178,7 @@ impl ib::Verbs for Rsoft {
             max_pkeys: 1,
             // Every atomic executes under the device's atomics lock.
             atomic_hca: true,
+            max_fast_reg_pages: limits::MAX_FAST_REG_PAGES,
             ..Default::default()
         }
     }

@@ -32,16 +32,16 @@ mod verbs;
 pub(crate) use ah::{Address, Grh};
 pub(crate) use attr::{DeviceAttr, Gid, GidType, LinkLayer, Mtu, PhysState, PortAttr, PortState};
 pub(crate) use counters::CounterDesc;
-pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcOpcode, WcSink, WcStatus};
+pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Devices};
 pub(crate) use ids::{Key, QpNum};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
-pub(crate) use mr::{Access, Memory, MrOps, MrRereg};
+pub(crate) use mr::{Access, Memory, MrId, MrOps, MrRereg, PageList};
 pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use qp::{
-    Datagram, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpOps, QpQuery, QpState, QpType,
-    RecvWrs, Remote, SendOp, SendWrs, Sge,
+    Datagram, FastReg, LocalOp, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpOps,
+    QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};

@@ -21,9 +21,13 @@ pub(crate) const MAX_SRQ_WR: u32 = 16384;
 pub(crate) const MAX_AH: u32 = 4096;
 pub(crate) const MAX_RD_ATOM: u32 = 16;
 pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
-/// Inline sends are not implemented yet: a QP asking for any is refused
-/// rather than granted less than it asked for.
-pub(crate) const MAX_INLINE_DATA: u32 = 0;
+/// Pages a fast-registration MR maps (its page list is allocated with it):
+/// what NVMe over RDMA and iSER ask for fits.
+pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;
+/// Bytes of inline data a send WR may carry (what perftest, UCX, libfabric
+/// and librpma ask for fits); a QP gets what it asks for, and each WQE of
+/// its send queue that much room.
+pub(crate) const MAX_INLINE_DATA: u32 = 512;
 
 /// A work queue's depth or SGE count as created: at least 1, at most `max`.
 pub(crate) fn queue_size(requested: u32, max: u32) -> Result<u32> {

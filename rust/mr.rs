@@ -2,13 +2,14 @@
 
 //! Memory regions and the device's table of them.
 //!
-//! A region is immutable once registered (`rereg_mr` replaces it under the
-//! same key) and reference counted: a transfer holds the regions it copies
-//! from and to, so a concurrent `dereg_mr` never frees memory under it; the
-//! pages are unpinned when the last holder lets go.
+//! A registration is immutable (`rereg_mr` replaces it under the same key;
+//! a fast-registration MR is registered by REG_MR and invalidated, both in
+//! the table) and its memory reference counted: a transfer holds the
+//! regions it copies from and to, so a concurrent `dereg_mr` never frees
+//! memory under it; the pages are unpinned when the last holder lets go.
 
 use crate::{
-    ib::{Access, IrqSpinLock, Key, Memory, PdId},
+    ib::{Access, FastReg, IrqSpinLock, Key, Memory, MrId, PdId},
     limits, new_irq_spinlock,
     table::Table,
 };
@@ -40,10 +41,15 @@ impl MrKey {
 
 /// An MR as the core holds it; the region lives in the device's MR table.
 pub(crate) struct Mr {
+    /// The key the MR was created with: its slot and generation.
     pub(crate) key: MrKey,
+    /// A fast-registration MR's pages (a [`Memory::Pages`]).
+    pub(crate) pages: Option<Arc<Memory>>,
 }
 
-/// A registered memory region.
+/// A registered memory region, as the table hands it out: a transfer
+/// holds one while it copies, which keeps the memory.
+#[derive(Clone)]
 pub(crate) struct MrEntry {
     pub(crate) pd: PdId,
     /// The address the region starts at in the consumer's view.
@@ -61,10 +67,42 @@ impl MrEntry {
     }
 }
 
+/// What a fast-registration MR is registered with by REG_MR.
+struct FastMr {
+    id: MrId,
+    pd: PdId,
+    pages: Arc<Memory>,
+}
+
+/// Why a fast-registration work request failed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BadKey;
+
+/// One slot of the table; what [`Mrs::remove`] hands back to drop.
+pub(crate) struct Slot {
+    /// Set when the slot was filled: what the MR's own key says.
+    generation: u8,
+    /// The low byte of the keys that name the region now: the generation,
+    /// or what the last REG_MR of a fast-registration MR set.
+    key: u8,
+    /// The registration; `None` while a fast-registration MR is invalid.
+    entry: Option<MrEntry>,
+    fast: Option<FastMr>,
+}
+
 struct Slots {
-    table: Table<(u8, Arc<MrEntry>)>,
+    table: Table<Slot>,
     /// Bumped on each registration.
     generation: u8,
+}
+
+impl Slots {
+    /// The slot `key` names now.
+    fn named(&mut self, key: MrKey) -> Option<&mut Slot> {
+        self.table
+            .get_mut(key.slot())
+            .filter(|s| s.key == key.generation())
+    }
 }
 
 /// The device's MRs; its lock is held only to find or swap an entry.
@@ -85,40 +123,97 @@ impl Mrs {
         }? Error))
     }
 
-    /// Registers `mr`; hands it back when the table is full.
-    pub(crate) fn insert(&self, mr: Arc<MrEntry>) -> Result<MrKey, Arc<MrEntry>> {
+    /// Fills a free slot with `entry` and `fast` under a new generation;
+    /// hands them back when the table is full, to be dropped outside the
+    /// lock.
+    fn insert(&self, entry: Option<MrEntry>, fast: Option<FastMr>) -> Result<MrKey, Slot> {
         let mut slots = self.slots.lock();
         let generation = slots.generation.wrapping_add(1);
-        let slot = slots.table.insert((generation, mr)).map_err(|(_, mr)| mr)?;
+        let slot = Slot {
+            generation,
+            key: generation,
+            entry,
+            fast,
+        };
+        let index = slots.table.insert(slot)?;
         slots.generation = generation;
-        Ok(MrKey((slot << 8) | u32::from(generation)))
+        Ok(MrKey((index << 8) | u32::from(generation)))
     }
 
-    /// The MR `key` names, if it is still registered.
-    pub(crate) fn get(&self, key: MrKey) -> Option<Arc<MrEntry>> {
-        let slots = self.slots.lock();
-        let (generation, mr) = slots.table.get(key.slot())?;
-        (*generation == key.generation()).then(|| mr.clone())
+    /// Registers `entry`; ENOMEM when the table is full (the entry is
+    /// dropped outside the lock).
+    pub(crate) fn insert_entry(&self, entry: MrEntry) -> Result<MrKey> {
+        self.insert(Some(entry), None).map_err(|_| ENOMEM)
     }
 
-    /// Puts `mr` in place of the MR `key` names; returns the old one for
-    /// the caller to drop outside the lock.
-    pub(crate) fn replace(&self, key: MrKey, mr: Arc<MrEntry>) -> Result<Arc<MrEntry>> {
+    /// Takes a slot for the fast-registration MR `id` of `pd` over `pages`,
+    /// invalid until [`Mrs::register_fast`].
+    pub(crate) fn insert_fast(&self, id: MrId, pd: PdId, pages: Arc<Memory>) -> Result<MrKey> {
+        let fast = FastMr { id, pd, pages };
+        self.insert(None, Some(fast)).map_err(|_| ENOMEM)
+    }
+
+    /// The MR `key` names, if it is registered and valid.
+    pub(crate) fn get(&self, key: MrKey) -> Option<MrEntry> {
+        self.slots.lock().named(key)?.entry.clone()
+    }
+
+    /// Puts `entry` in place of the MR `key` names and returns the old
+    /// one, or hands `entry` back: the caller drops either outside the
+    /// lock.
+    pub(crate) fn replace(&self, key: MrKey, entry: MrEntry) -> Result<MrEntry, MrEntry> {
         let mut slots = self.slots.lock();
-        match slots.table.get_mut(key.slot()) {
-            Some((generation, old)) if *generation == key.generation() => {
-                Ok(core::mem::replace(old, mr))
-            }
-            _ => Err(EINVAL),
+        match slots.named(key).and_then(|s| s.entry.as_mut()) {
+            Some(old) => Ok(core::mem::replace(old, entry)),
+            None => Err(entry),
         }
     }
 
-    /// Removes the MR `key` names; the caller drops it outside the lock.
-    pub(crate) fn remove(&self, key: MrKey) -> Option<Arc<MrEntry>> {
+    /// Removes the MR created with `key`, whatever keys name it now; the
+    /// caller drops it outside the lock.
+    pub(crate) fn remove(&self, key: MrKey) -> Option<Slot> {
         let mut slots = self.slots.lock();
-        if slots.table.get(key.slot())?.0 != key.generation() {
+        if slots.table.get(key.slot())?.generation != key.generation() {
             return None;
         }
-        slots.table.remove(key.slot()).map(|(_, mr)| mr)
+        slots.table.remove(key.slot())
+    }
+
+    /// Executes a REG_MR of a QP of `pd`: the fast-registration MR `reg`
+    /// names must be of `pd`, invalid, and the new key may change only the
+    /// low byte of its keys. Then it maps the pages its last `map_mr_sg`
+    /// stored, at `reg.iova`, with `reg.access`, under the new key.
+    pub(crate) fn register_fast(&self, pd: PdId, reg: &FastReg) -> Result<(), BadKey> {
+        let (key, index) = (MrKey::of(reg.key), MrKey::of(reg.mr_key).slot());
+        let mut slots = self.slots.lock();
+        let slot = slots.table.get_mut(index).ok_or(BadKey)?;
+        let mem = match &slot.fast {
+            Some(f)
+                if f.id == reg.mr && f.pd == pd && slot.entry.is_none() && key.slot() == index =>
+            {
+                f.pages.clone()
+            }
+            _ => return Err(BadKey),
+        };
+        slot.entry = Some(MrEntry {
+            pd,
+            iova: reg.iova,
+            access: reg.access,
+            mem,
+        });
+        slot.key = key.generation();
+        Ok(())
+    }
+
+    /// Invalidates the fast-registration MR of `pd` that `key` names (valid
+    /// or not); returns what it mapped for the caller to drop outside the
+    /// lock.
+    pub(crate) fn invalidate(&self, pd: PdId, key: MrKey) -> Result<Option<MrEntry>, BadKey> {
+        let mut slots = self.slots.lock();
+        let slot = slots.named(key).ok_or(BadKey)?;
+        if !slot.fast.as_ref().is_some_and(|f| f.pd == pd) {
+            return Err(BadKey);
+        }
+        Ok(slot.entry.take())
     }
 }

@@ -171,8 +171,8 @@ impl QpShared {
         let inner = QpInner {
             state: QpState::Reset,
             attr: QpQuery::default(),
-            sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge)?,
-            rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge)?,
+            sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge, cap.max_inline_data)?,
+            rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge, 0)?,
             rq_busy: 0,
             sq_epoch: 0,
         };

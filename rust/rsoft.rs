@@ -16,6 +16,7 @@ mod cq;
 mod device;
 mod engine;
 mod fabric;
+mod fastreg;
 mod gate;
 mod grh;
 mod ib;
@@ -23,6 +24,7 @@ mod limits;
 mod mr;
 mod net;
 mod params;
+mod payload;
 mod qp;
 mod quota;
 // Also the host crate tools/ring-test, where its items must be public.

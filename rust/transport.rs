@@ -9,6 +9,7 @@
 use crate::{
     complete::{self, After},
     copy::{check_sges, copy_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
+    fastreg,
     grh::{self, GRH_LEN},
     ib::{
         Access, Datagram, Grh, PdId, QpQuery, QpState, QpType, RecvGrh, Remote, SendOp, Wc,
@@ -17,6 +18,7 @@ use crate::{
     limits,
     mr::MrKey,
     net::{Link, Net},
+    payload::Payload,
     qp::{QpInner, QpShared, QpUse, Qpn},
     wq::Wqe,
 };
@@ -29,27 +31,23 @@ const QKEY_FROM_QP: u32 = 1 << 31;
 /// copied out under the QP's lock.
 pub(crate) struct Head {
     wqe: Wqe,
-    sges: SgeList,
+    data: Payload,
     /// The send queue's epoch when copied (see [`QpInner::sq_epoch`]).
     epoch: u32,
     attr: QpQuery,
 }
 
 impl Head {
-    /// The bytes its SGEs name: what executing it copies.
+    /// What executing it copies.
     pub(crate) fn bytes(&self) -> u64 {
-        self.sges
-            .as_slice()
-            .iter()
-            .map(|s| u64::from(s.length))
-            .sum()
+        self.data.len()
     }
 
     pub(crate) fn of(inner: &QpInner) -> Option<Self> {
         let (wqe, sges) = inner.sq.front()?;
         Some(Self {
             wqe: *wqe,
-            sges: SgeList::new(sges),
+            data: Payload::new(sges, inner.sq.front_inline()),
             epoch: inner.sq_epoch,
             attr: inner.attr,
         })
@@ -114,6 +112,10 @@ fn receive_at<R>(
 /// Executes or fails the head send WQE of `qp` (copied as `head`).
 /// Returns whether there may be more to do.
 pub(crate) fn send(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &mut After) -> bool {
+    if let SendOp::Local(op) = &head.wqe.op {
+        let status = fastreg::execute(net.mrs(), qp.pd, op);
+        return finish_send(net, qp, head, status, 0, after);
+    }
     match qp.qp_type {
         QpType::Ud | QpType::Gsi => send_datagram(net, qp, head, after),
         QpType::Rc | QpType::Uc => send_connected(net, qp, head, may_sleep, after),
@@ -207,6 +209,8 @@ fn judge(
                 remote_check(remote, Access::REMOTE_ATOMIC)
             }
         }
+        // Executed by the requester (`send`), never sent.
+        SendOp::Local(_) => Some(Verdict::SenderError(WcStatus::LocalQpOperation)),
     };
     if let Some(verdict) = rejected {
         return (None, verdict);
@@ -251,6 +255,17 @@ fn judge(
     if recv.as_ref().is_some_and(|r| r.own) {
         d.rq_busy += 1;
     }
+    // SEND_WITH_INV: the key names a fast-registration MR of the responder
+    // (only kernel consumers have any), invalidated as the send is taken.
+    let verdict = match (verdict, head.wqe.invalidate) {
+        (Verdict::Execute, Some(key)) if net.mrs().invalidate(dest.pd, MrKey::of(key)).is_err() => {
+            Verdict::BothError {
+                sender: WcStatus::RemoteOperation,
+                receiver: WcStatus::RemoteInvalidRequest,
+            }
+        }
+        (verdict, _) => verdict,
+    };
     (recv, verdict)
 }
 
@@ -271,7 +286,7 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
         SendOp::Send | SendOp::RdmaWrite(_) => Access::LOCAL_READ,
         _ => Access::LOCAL_WRITE,
     };
-    let len = match check_sges(net.mrs(), qp.pd, local, head.sges.as_slice()) {
+    let len = match head.data.check(net.mrs(), qp.pd, local) {
         Ok(len) => match u32::try_from(len) {
             Ok(len) if len <= limits::MAX_MSG_SIZE => len,
             _ => return finish_send(net, qp, head, WcStatus::LocalLength, 0, after),
@@ -318,10 +333,12 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
 /// receive `recv` it took, if any.
 fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<'_>) -> Result {
     let mrs = net.mrs();
-    let sges = head.sges.as_slice();
+    let sges = head.data.sges();
     match head.wqe.op {
-        SendOp::Send => copy_sges(mrs, recv.ok_or(EINVAL)?.sges.as_slice(), 0, sges, pace),
-        SendOp::RdmaWrite(r) => copy_sges(mrs, &[SgeCopy::remote(r, len)], 0, sges, pace),
+        SendOp::Send => head
+            .data
+            .copy_to(mrs, recv.ok_or(EINVAL)?.sges.as_slice(), 0, pace),
+        SendOp::RdmaWrite(r) => head.data.copy_to(mrs, &[SgeCopy::remote(r, len)], 0, pace),
         SendOp::RdmaRead(r) => copy_sges(mrs, sges, 0, &[SgeCopy::remote(r, len)], pace),
         SendOp::CompareSwap {
             remote,
@@ -329,6 +346,7 @@ fn move_data(net: &Net, head: &Head, recv: Option<&Recv>, len: u32, pace: &Pace<
             swap,
         } => atomic(net, sges, remote, compare, Some(swap)),
         SendOp::FetchAdd { remote, add } => atomic(net, sges, remote, add, None),
+        SendOp::Local(_) => Err(EINVAL),
     }
 }
 
@@ -341,7 +359,7 @@ fn atomic(net: &Net, local: &[SgeCopy], remote: Remote, operand: u64, swap: Opti
         let _atomics = net.fabric.atomics.lock();
         rmr.mem.atomic(roff, operand, swap)?
     };
-    write_sges(net.mrs(), local, &old.to_ne_bytes())
+    write_sges(net.mrs(), local, 0, &old.to_ne_bytes())
 }
 
 /// What the receiver of a datagram along `route` from `net` is told its
@@ -387,7 +405,7 @@ fn recv_wc(
             _ => WcOpcode::RecvRdmaWithImm,
         },
         byte_len: len + grh_len,
-        imm: head.wqe.imm,
+        ex: head.wqe.recv_ex(),
         src_qp: from.qpn.num(),
         slid: match net.link {
             Link::Ib { lid, .. } => lid,
@@ -471,7 +489,7 @@ fn finish_send(
 /// UD: delivers the datagram `head` if it reaches a ready receive, and
 /// completes the send as sent whatever became of it.
 fn send_datagram(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool {
-    let len = match check_sges(net.mrs(), qp.pd, Access::LOCAL_READ, head.sges.as_slice()) {
+    let len = match head.data.check(net.mrs(), qp.pd, Access::LOCAL_READ) {
         Err(BadSge) => return finish_send(net, qp, head, WcStatus::LocalProtection, 0, after),
         // A datagram is at most the port's MTU.
         Ok(len) if len > u64::from(net.mtu()) => {
@@ -531,16 +549,19 @@ fn deliver(
         };
         let rsges = recv.sges.as_slice();
         let moved = match (&d.address.grh, net.link) {
-            (Some(route), Link::Ib { gid, .. }) => {
-                write_sges(net.mrs(), rsges, &grh::header(RecvGrh::Ib, gid, route, len))
-            }
+            (Some(route), Link::Ib { gid, .. }) => write_sges(
+                net.mrs(),
+                rsges,
+                0,
+                &grh::header(RecvGrh::Ib, gid, route, len),
+            ),
             (Some(route), Link::Roce) => {
                 let h = grh::header(grh::roce_kind(route), route.sgid, route, len);
-                write_sges(net.mrs(), rsges, &h)
+                write_sges(net.mrs(), rsges, 0, &h)
             }
             (None, _) => Ok(()),
         }
-        .and_then(|()| copy_sges(net.mrs(), rsges, GRH_LEN, head.sges.as_slice(), &pace));
+        .and_then(|()| head.data.copy_to(net.mrs(), rsges, GRH_LEN, &pace));
         net.counters.executed(&head.wqe, len);
         status_of(moved)
     } else {

@@ -5,7 +5,7 @@
 
 use crate::{
     copy::SgeCopy,
-    ib::{Datagram, RecvWrs, SendOp, WcOpcode},
+    ib::{Datagram, Key, LocalOp, RecvWrs, SendOp, WcEx, WcOpcode},
 };
 use kernel::prelude::*;
 
@@ -17,9 +17,14 @@ pub(crate) struct Wqe {
     pub(crate) signaled: bool,
     pub(crate) solicited: bool,
     pub(crate) imm: Option<u32>,
+    /// SEND_WITH_INV: the responder's key to invalidate.
+    pub(crate) invalidate: Option<Key>,
     pub(crate) num_sge: usize,
     /// UD: the destination, copied from the address handle when posted.
     pub(crate) datagram: Option<Datagram>,
+    /// The length of its inline data, kept in its queue (set by
+    /// [`WorkQueue::push`]).
+    pub(crate) inline: Option<u32>,
 }
 
 impl Wqe {
@@ -40,6 +45,17 @@ impl Wqe {
             SendOp::RdmaRead(_) => WcOpcode::RdmaRead,
             SendOp::CompareSwap { .. } => WcOpcode::CompareSwap,
             SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
+            SendOp::Local(LocalOp::RegMr(_)) => WcOpcode::RegMr,
+            SendOp::Local(LocalOp::Invalidate(_)) => WcOpcode::LocalInv,
+        }
+    }
+
+    /// What the responder's completion carries besides the data.
+    pub(crate) fn recv_ex(&self) -> WcEx {
+        match (self.imm, self.invalidate) {
+            (Some(imm), _) => WcEx::Imm(imm),
+            (None, Some(key)) => WcEx::Invalidated(key),
+            (None, None) => WcEx::None,
         }
     }
 
@@ -49,17 +65,22 @@ impl Wqe {
         signaled: false,
         solicited: false,
         imm: None,
+        invalidate: None,
         num_sge: 0,
         datagram: None,
+        inline: None,
     };
 }
 
-/// A FIFO of work requests with room for `max_sge` SGEs each, allocated at
-/// QP creation so that posting never allocates.
+/// A FIFO of work requests with room for `max_sge` SGEs and `max_inline`
+/// bytes of inline data each, allocated at QP creation so that posting
+/// never allocates.
 pub(crate) struct WorkQueue {
     wqes: KVVec<Wqe>,
     sges: KVVec<SgeCopy>,
+    inline: KVVec<u8>,
     max_sge: usize,
+    max_inline: usize,
     head: usize,
     len: usize,
 }
@@ -75,21 +96,26 @@ impl WorkQueue {
                 signaled: true,
                 solicited: false,
                 imm: None,
+                invalidate: None,
                 num_sge: wr.sges.len(),
                 datagram: None,
+                inline: None,
             };
-            self.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+            self.push(wqe, wr.sges.iter().map(SgeCopy::from), None)?;
         }
         Ok(())
     }
 
-    pub(crate) fn new(depth: u32, max_sge: u32) -> Result<Self> {
-        let (depth, max_sge) = (depth as usize, max_sge as usize);
+    pub(crate) fn new(depth: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
+        let (depth, max_sge, max_inline) = (depth as usize, max_sge as usize, max_inline as usize);
         let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
+        let inline = depth.checked_mul(max_inline).ok_or(EINVAL)?;
         Ok(Self {
             wqes: KVVec::from_elem(Wqe::EMPTY, depth, GFP_KERNEL)?,
             sges: KVVec::from_elem(SgeCopy::default(), slots, GFP_KERNEL)?,
+            inline: KVVec::from_elem(0, inline, GFP_KERNEL)?,
             max_sge,
+            max_inline,
             head: 0,
             len: 0,
         })
@@ -112,9 +138,15 @@ impl WorkQueue {
         (self.head + i) % self.wqes.len()
     }
 
-    /// Appends a WQE; ENOMEM when full, EINVAL for too many SGEs.
-    pub(crate) fn push(&mut self, wqe: Wqe, sges: impl Iterator<Item = SgeCopy>) -> Result {
-        if wqe.num_sge > self.max_sge {
+    /// Appends a WQE with its SGEs and, for an inline send, its data;
+    /// ENOMEM when full, EINVAL for too many SGEs or too much data.
+    pub(crate) fn push(
+        &mut self,
+        mut wqe: Wqe,
+        sges: impl Iterator<Item = SgeCopy>,
+        inline: Option<&[u8]>,
+    ) -> Result {
+        if wqe.num_sge > self.max_sge || inline.is_some_and(|d| d.len() > self.max_inline) {
             return Err(EINVAL);
         }
         if self.len == self.wqes.len() {
@@ -124,6 +156,13 @@ impl WorkQueue {
         let base = slot * self.max_sge;
         for (dst, src) in self.sges[base..base + wqe.num_sge].iter_mut().zip(sges) {
             *dst = src;
+        }
+        wqe.inline = None;
+        if let Some(data) = inline {
+            let base = slot * self.max_inline;
+            self.inline[base..base + data.len()].copy_from_slice(data);
+            // At most `max_inline`, which came from a u32.
+            wqe.inline = Some(data.len() as u32);
         }
         self.wqes[slot] = wqe;
         self.len += 1;
@@ -138,6 +177,13 @@ impl WorkQueue {
         let wqe = &self.wqes[self.head];
         let base = self.head * self.max_sge;
         Some((wqe, &self.sges[base..base + wqe.num_sge]))
+    }
+
+    /// The inline data of the oldest WQE, if it is an inline send.
+    pub(crate) fn front_inline(&self) -> Option<&[u8]> {
+        let (wqe, _) = self.front()?;
+        let base = self.head * self.max_inline;
+        self.inline.get(base..base + wqe.inline? as usize)
     }
 
     pub(crate) fn pop(&mut self) -> Option<Wqe> {

@@ -299,7 +299,7 @@ TEST_F(qp, inline_data_not_granted_is_refused)
 		.send_cq = self->lb.scq, .recv_cq = self->lb.rcq,
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1,
-			 .max_inline_data = 64 },
+			 .max_inline_data = RSOFT_MAX_INLINE_DATA + 1 },
 		.qp_type = IBV_QPT_RC,
 	};
 	struct ibv_qp *qp = ibv_create_qp(self->lb.pd, &init);
@@ -350,6 +350,42 @@ TEST_F(qp, receive_too_small)
 	EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->b));
+}
+
+/*
+ * SEND_WITH_INV naming a user MR: only fast-registration MRs (which only
+ * kernel consumers have) can be invalidated, so the receiver completes
+ * REM_INV_REQ_ERR, the sender REM_OP_ERR, and the MR stays usable.
+ */
+TEST_F(qp, send_with_inv_of_user_mr_fails)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 2, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND_WITH_INV, .send_flags = IBV_SEND_SIGNALED,
+		.invalidate_rkey = lb->mr->rkey,
+	}, *bad;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 64));
+	ASSERT_EQ(0, ibv_post_send(lb->a, &wr, &bad));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_REM_OP_ERR, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->b));
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect(lb->a, 1, lb->b->qp_num));
+	ASSERT_EQ(0, rsoft_connect(lb->b, 1, lb->a->qp_num));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 8));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 }
 
 /* A receive into an MR without LOCAL_WRITE: receiver LOC_PROT_ERR. */
@@ -574,6 +610,28 @@ TEST_F(qp, uc_drops_silently)
 	EXPECT_EQ(IBV_QPS_RTS, qp_state(b));
 	EXPECT_EQ(0, ibv_destroy_qp(a));
 	EXPECT_EQ(0, ibv_destroy_qp(b));
+}
+
+/* SEND_WITH_INV, REG_MR and LOCAL_INV are RC's: a UC QP refuses it. */
+TEST_F(qp, uc_refuses_send_with_inv)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp_init_attr init = {
+		.send_cq = lb->scq, .recv_cq = lb->rcq,
+		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_UC,
+	};
+	struct ibv_qp *a = ibv_create_qp(lb->pd, &init);
+	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
+		.invalidate_rkey = lb->mr->rkey,
+	}, *bad = NULL;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_EQ(0, rsoft_connect(a, 1, lb->b->qp_num));
+	EXPECT_EQ(EINVAL, ibv_post_send(a, &wr, &bad));
+	EXPECT_EQ(&wr, bad);
+	EXPECT_EQ(0, ibv_destroy_qp(a));
 }
 
 TEST_HARNESS_MAIN

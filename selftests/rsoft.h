@@ -22,6 +22,7 @@
 #define RSOFT_MAX_AH		4096
 #define RSOFT_MAX_RD_ATOM	16
 #define RSOFT_MAX_MSG_SIZE	(1U << 31)
+#define RSOFT_MAX_INLINE_DATA	512
 
 /* Opens device @name, or returns NULL with errno set. */
 static inline struct ibv_context *rsoft_open(const char *name)

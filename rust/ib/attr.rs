@@ -34,6 +34,9 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_pkeys: u16,
     /// Atomics are atomic against each other across all QPs of the device.
     pub(crate) atomic_hca: bool,
+    /// Pages a fast-registration MR may map; 0: no fast registration
+    /// (else `IB_DEVICE_MEM_MGT_EXTENSIONS` is advertised).
+    pub(crate) max_fast_reg_pages: u32,
 }
 
 impl DeviceAttr {
@@ -64,6 +67,10 @@ impl DeviceAttr {
         c.max_srq_sge = clamp(self.max_srq_sge);
         c.max_ah = clamp(self.max_ah);
         c.max_pkeys = self.max_pkeys;
+        c.max_fast_reg_page_list_len = self.max_fast_reg_pages;
+        if self.max_fast_reg_pages > 0 {
+            c.device_cap_flags |= bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+        }
         c.atomic_cap = if self.atomic_hca {
             bindings::ib_atomic_cap_IB_ATOMIC_HCA
         } else {

@@ -4,8 +4,15 @@
 //! produces them, and the handle through which it raises CQ events.
 
 use super::{
-    bindings, eopnotsupp, event::Notifier, hold::Hold, ids::QpNum, object::CoreObject, qp::QpId,
-    res::DriverAttrs, verbs::Adapter, Verbs,
+    bindings, eopnotsupp,
+    event::Notifier,
+    hold::Hold,
+    ids::{Key, QpNum},
+    object::CoreObject,
+    qp::QpId,
+    res::DriverAttrs,
+    verbs::Adapter,
+    Verbs,
 };
 use core::marker::PhantomData;
 use kernel::{
@@ -43,6 +50,7 @@ pub(crate) enum WcStatus {
     RemoteOperation,
     RetryExceeded,
     RnrRetryExceeded,
+    LocalQpOperation,
 }
 
 impl WcStatus {
@@ -57,6 +65,7 @@ impl WcStatus {
             Self::RemoteOperation => bindings::ib_wc_status_IB_WC_REM_OP_ERR,
             Self::RetryExceeded => bindings::ib_wc_status_IB_WC_RETRY_EXC_ERR,
             Self::RnrRetryExceeded => bindings::ib_wc_status_IB_WC_RNR_RETRY_EXC_ERR,
+            Self::LocalQpOperation => bindings::ib_wc_status_IB_WC_LOC_QP_OP_ERR,
         }
     }
 }
@@ -71,6 +80,18 @@ pub(crate) enum WcOpcode {
     FetchAdd,
     Recv,
     RecvRdmaWithImm,
+    RegMr,
+    LocalInv,
+}
+
+/// What a completion's `ex` union carries.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum WcEx {
+    None,
+    /// Immediate data as sent (network byte order).
+    Imm(u32),
+    /// The key a SEND_WITH_INV invalidated at the receiver.
+    Invalidated(Key),
 }
 
 /// One work completion.
@@ -85,8 +106,7 @@ pub(crate) struct Wc {
     pub(crate) opcode: WcOpcode,
     pub(crate) vendor_err: u32,
     pub(crate) byte_len: u32,
-    /// Immediate data as sent (network byte order).
-    pub(crate) imm: Option<u32>,
+    pub(crate) ex: WcEx,
     pub(crate) src_qp: QpNum,
     pub(crate) slid: u16,
     /// UD: what the first 40 bytes of the receive buffer hold.
@@ -120,7 +140,7 @@ impl Wc {
         opcode: WcOpcode::Send,
         vendor_err: 0,
         byte_len: 0,
-        imm: None,
+        ex: WcEx::None,
         src_qp: QpNum::new(0),
         slid: 0,
         grh: RecvGrh::Absent,
@@ -165,27 +185,37 @@ impl WcSink<'_> {
             WcOpcode::FetchAdd => bindings::ib_wc_opcode_IB_WC_FETCH_ADD,
             WcOpcode::Recv => bindings::ib_wc_opcode_IB_WC_RECV,
             WcOpcode::RecvRdmaWithImm => bindings::ib_wc_opcode_IB_WC_RECV_RDMA_WITH_IMM,
+            WcOpcode::RegMr => bindings::ib_wc_opcode_IB_WC_REG_MR,
+            WcOpcode::LocalInv => bindings::ib_wc_opcode_IB_WC_LOCAL_INV,
         };
         c.vendor_err = wc.vendor_err;
         c.byte_len = wc.byte_len;
         c.qp = wc.qp.as_ptr();
-        c.ex.imm_data = wc.imm.unwrap_or(0);
+        let (ex, flags) = match wc.ex {
+            WcEx::None => (0, 0),
+            WcEx::Imm(imm) => (imm, bindings::ib_wc_flags_IB_WC_WITH_IMM),
+            WcEx::Invalidated(key) => (key.get(), bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE),
+        };
+        c.ex.imm_data = ex;
         c.src_qp = wc.src_qp.get();
         c.slid = wc.slid.into();
-        // Only GRH and WITH_IMM mean the same to the kernel and libibverbs.
-        let flag = |set: bool, bit: u32| if set { bit as i32 } else { 0 };
+        // Only GRH, WITH_IMM (and WITH_NETWORK_HDR_TYPE, which uverbs drops)
+        // mean the same to the kernel and libibverbs; WITH_INVALIDATE
+        // reaches kernel consumers only (only they have keys that can be
+        // invalidated).
         let network = match wc.grh {
             RecvGrh::Absent | RecvGrh::Ib => None,
             RecvGrh::RoceV1 => Some(bindings::rdma_network_type_RDMA_NETWORK_ROCE_V1),
             RecvGrh::Ipv4 => Some(bindings::rdma_network_type_RDMA_NETWORK_IPV4),
             RecvGrh::Ipv6 => Some(bindings::rdma_network_type_RDMA_NETWORK_IPV6),
         };
-        c.wc_flags = flag(wc.imm.is_some(), bindings::ib_wc_flags_IB_WC_WITH_IMM)
+        let flag = |set: bool, bit: u32| if set { bit } else { 0 };
+        c.wc_flags = (flags
             | flag(wc.grh != RecvGrh::Absent, bindings::ib_wc_flags_IB_WC_GRH)
             | flag(
                 network.is_some(),
                 bindings::ib_wc_flags_IB_WC_WITH_NETWORK_HDR_TYPE,
-            );
+            )) as i32;
         c.network_hdr_type = network.unwrap_or(0) as u8;
         c.pkey_index = 0;
         c.sl = 0;

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: user memory pinned with `ib_umem`, access rights, and
-//! copying between registered pages.
+//! Memory regions: user memory pinned with `ib_umem`, kernel pages mapped
+//! for fast registration, access rights, and copying between registered
+//! pages.
 
 use super::{bindings, eopnotsupp, ids::Key, object::CoreObject, qp::PdId, verbs::Adapter, Verbs};
-use core::{mem::MaybeUninit, ptr::NonNull};
+use core::{
+    mem::MaybeUninit,
+    ptr::NonNull,
+    sync::atomic::{AtomicU64, AtomicUsize, Ordering},
+};
 use kernel::{
-    error::{from_err_ptr, VTABLE_DEFAULT_ERROR},
+    error::{from_err_ptr, from_result, VTABLE_DEFAULT_ERROR},
+    ffi,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
 };
@@ -130,6 +136,104 @@ impl UserMemory {
     }
 }
 
+/// Names a memory region (the `ib_mr` a work request names).
+///
+/// Only an identity: never dereferenced.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct MrId(usize);
+
+impl MrId {
+    pub(super) fn new(mr: *const bindings::ib_mr) -> Self {
+        Self(mr as usize)
+    }
+}
+
+/// The kernel pages a fast-registration MR maps: what `map_mr_sg` last
+/// stored (virtual-DMA addresses, that is kernel virtual addresses, of
+/// `PAGE_SIZE` pages), where its first byte is in the first page, and its
+/// length. Sized at allocation; mapping never allocates. Offsets into it
+/// count from the first byte mapped; the iova that byte has is the REG_MR's
+/// business (a consumer may change `ib_mr.iova` between the two).
+///
+/// Everything is atomic: a consumer that maps an MR while a transfer uses
+/// it gets garbage, not a data race. Every address is checked against the
+/// linear map before it is used.
+pub(crate) struct PageList {
+    pages: KVec<AtomicU64>,
+    /// Pages stored by the mapping in progress.
+    stored: AtomicUsize,
+    /// The offset of the first byte in the first page.
+    offset: AtomicU64,
+    len: AtomicU64,
+}
+
+impl PageList {
+    /// Room for `max_pages` pages.
+    pub(crate) fn new(max_pages: u32) -> Result<Self> {
+        let mut pages = KVec::with_capacity(max_pages as usize, GFP_KERNEL)?;
+        for _ in 0..max_pages {
+            pages.push(AtomicU64::new(0), GFP_KERNEL)?;
+        }
+        Ok(Self {
+            pages,
+            stored: AtomicUsize::new(0),
+            offset: AtomicU64::new(0),
+            len: AtomicU64::new(0),
+        })
+    }
+
+    /// Starts a new mapping.
+    fn start(&self) {
+        self.stored.store(0, Ordering::Relaxed);
+    }
+
+    /// Ends a mapping whose first byte is at virtual-DMA address `first`
+    /// and which spans `len` bytes.
+    fn finish(&self, first: u64, len: u64) {
+        self.offset
+            .store(first & (PAGE_SIZE as u64 - 1), Ordering::Relaxed);
+        self.len.store(len, Ordering::Relaxed);
+    }
+
+    /// Stores the next page of a mapping: ENOMEM when there is no room.
+    fn push(&self, addr: u64) -> Result {
+        let i = self.stored.fetch_add(1, Ordering::Relaxed);
+        self.pages
+            .get(i)
+            .ok_or(ENOMEM)?
+            .store(addr, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The page and in-page offset of byte `off`, which must be in range.
+    fn page_of(&self, off: u64) -> Result<(PagePtr, usize)> {
+        let at = self
+            .offset
+            .load(Ordering::Relaxed)
+            .checked_add(off)
+            .ok_or(EFAULT)?;
+        let page = self
+            .pages
+            .get(usize::try_from(at >> PAGE_SHIFT)?)
+            .ok_or(EFAULT)?;
+        let addr = page
+            .load(Ordering::Relaxed)
+            .checked_add(at & (PAGE_SIZE as u64 - 1));
+        linear_page_of(usize::try_from(addr.ok_or(EFAULT)?)?)
+    }
+}
+
+/// The page of the kernel's linear map that holds `addr`, and the offset
+/// in it; EFAULT outside the linear map.
+fn linear_page_of(addr: usize) -> Result<(PagePtr, usize)> {
+    // SAFETY: a lookup in the linear map; NULL for any address outside it.
+    let page = unsafe { bindings::rsoft_virt_to_page(addr) };
+    if page.is_null() {
+        return Err(EFAULT);
+    }
+    Ok((PagePtr(page), addr & (PAGE_SIZE - 1)))
+}
+
 /// The memory a region maps.
 pub(crate) enum Memory {
     /// Pinned pages of a process.
@@ -139,6 +243,9 @@ pub(crate) enum Memory {
     /// kernel virtual addresses, and the region's offsets are those
     /// addresses. Kernel consumers own what they map, as with any DMA.
     KernelLinear,
+    /// Kernel pages a fast-registration MR maps (`map_mr_sg`); what they
+    /// hold belongs to the kernel consumer, as with any DMA.
+    Pages(PageList),
 }
 
 impl Memory {
@@ -147,6 +254,7 @@ impl Memory {
         match self {
             Self::User(m) => m.len,
             Self::KernelLinear => u64::MAX,
+            Self::Pages(list) => list.len.load(Ordering::Relaxed),
         }
     }
 
@@ -159,16 +267,8 @@ impl Memory {
     fn page_of(&self, off: u64) -> Result<(PagePtr, usize)> {
         match self {
             Self::User(m) => Ok(m.page_of(off)),
-            Self::KernelLinear => {
-                let addr = usize::try_from(off)?;
-                // SAFETY: a lookup in the linear map; NULL for any address
-                // outside it.
-                let page = unsafe { bindings::rsoft_virt_to_page(addr) };
-                if page.is_null() {
-                    return Err(EFAULT);
-                }
-                Ok((PagePtr(page), addr & (PAGE_SIZE - 1)))
-            }
+            Self::KernelLinear => linear_page_of(usize::try_from(off)?),
+            Self::Pages(list) => list.page_of(off),
         }
     }
 
@@ -186,7 +286,8 @@ impl Memory {
             let chunk = left.min(PAGE_SIZE - dpo).min(PAGE_SIZE - spo);
             // SAFETY: both pages hold `chunk` bytes from their offsets: user
             // pages are pinned and in range (checked above), linear-map
-            // pages belong to the kernel consumer that posted the work.
+            // pages (fast-registration pages are such) belong to the
+            // kernel consumer that posted the work.
             unsafe { bindings::rsoft_copy_page(dp.0, dpo, sp.0, spo, chunk) };
             done += chunk as u64;
         }
@@ -286,6 +387,17 @@ pub(crate) trait MrOps: Send + Sync + Sized {
         iova: u64,
         access: Access,
     ) -> Result<(Key, impl PinInit<Self>)>;
+    /// A new fast-registration MR (`IB_MR_TYPE_MEM_REG`) of `pd`, named
+    /// `id`, with a [`PageList`] of `max_pages` pages; invalid until a
+    /// REG_MR work request registers it. Returns its key.
+    fn alloc_fast(
+        dev: &Self::Device,
+        pd: PdId,
+        id: MrId,
+        max_pages: u32,
+    ) -> Result<(Key, impl PinInit<Self>)>;
+    /// The page list of a fast-registration MR, which `map_mr_sg` fills.
+    fn pages(&self) -> Option<&PageList>;
     /// Removes the MR from the device before it is dropped.
     fn deregister(self: Pin<&Self>, dev: &Self::Device);
     /// Changes the MR in place as `change` says (PD, access, memory); a
@@ -389,11 +501,32 @@ impl<T: Verbs> Adapter<T> {
         access: Access,
     ) -> Result<*mut bindings::ib_mr> {
         // SAFETY: per the function's contract.
-        let dev = unsafe { Self::device((*pd).device) };
+        unsafe {
+            Self::new_mr(pd, iova, length, |dev, pd, _| {
+                T::Mr::register(dev, pd, mem, iova, access)
+            })
+        }
+    }
+
+    /// Has the driver create an MR (`create` gets the device, the PD and
+    /// the MR's identity) and wraps it for the core.
+    ///
+    /// # Safety
+    ///
+    /// `pd` is a live PD of a `T` device.
+    unsafe fn new_mr<'a, I: PinInit<T::Mr>>(
+        pd: *mut bindings::ib_pd,
+        iova: u64,
+        length: u64,
+        create: impl FnOnce(&'a T::Device, PdId, MrId) -> Result<(Key, I)>,
+    ) -> Result<*mut bindings::ib_mr> {
+        // SAFETY: per the function's contract.
+        let dev = unsafe { Self::device::<'a>((*pd).device) };
         // The core expects a zeroed `ib_mr` apart from what the driver sets;
         // allocated first, so that nothing fails once the driver has the MR.
         let obj = KBox::<MrObject<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
-        let (key, data) = T::Mr::register(dev, PdId::new(pd), mem, iova, access)?;
+        let id = MrId::new(obj.as_ptr().cast());
+        let (key, data) = create(dev, PdId::new(pd), id)?;
         let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
         // SAFETY: `raw` is a fresh zeroed allocation of `MrObject` size.
         let Ok(()) = unsafe { MrObject::<T>::init(raw, data) };
@@ -406,6 +539,72 @@ impl<T: Verbs> Adapter<T> {
             (*raw).page_size = PAGE_SIZE as u32;
         }
         Ok(raw)
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.alloc_mr`.
+    pub(super) unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return eopnotsupp().to_ptr();
+        }
+        // SAFETY: the core passes a live PD of ours.
+        let ret = unsafe {
+            Self::new_mr(pd, 0, 0, |dev, pd, id| {
+                T::Mr::alloc_fast(dev, pd, id, max_num_sg)
+            })
+        };
+        ret.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only the RDMA core calls this, as `ib_device_ops.map_mr_sg`.
+    pub(super) unsafe extern "C" fn map_mr_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        sg_nents: ffi::c_int,
+        sg_offset: *mut ffi::c_uint,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: the core passes a live MR of ours, whose `page_size`
+            // `ib_map_mr_sg` has just set.
+            let (data, page_size) = unsafe { (MrObject::<T>::data(mr).get_ref(), (*mr).page_size) };
+            let list = data.pages().ok_or(EINVAL)?;
+            // Each stored address is one CPU page (see `PageList`).
+            if page_size as usize != PAGE_SIZE {
+                return Err(EINVAL);
+            }
+            list.start();
+            // SAFETY: the core passes a valid list of `sg_nents` entries
+            // (and a valid or NULL `sg_offset`); `set_page` fits `mr`.
+            let mapped = unsafe {
+                bindings::ib_sg_to_pages(mr, sg, sg_nents, sg_offset, Some(Self::set_page))
+            };
+            // SAFETY: `ib_sg_to_pages` has set them: the first byte's
+            // address and the length mapped.
+            unsafe { list.finish((*mr).iova, (*mr).length) };
+            Ok(mapped)
+        })
+    }
+
+    /// Stores one page of a mapping (`ib_sg_to_pages`' callback).
+    ///
+    /// # Safety
+    ///
+    /// Only `ib_sg_to_pages` calls this, for an MR of ours.
+    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: per the function's contract `mr` is a live MR of ours.
+            let data = unsafe { MrObject::<T>::data(mr) }.get_ref();
+            let list = data.pages().ok_or(EINVAL)?;
+            list.push(addr)?;
+            Ok(0)
+        })
     }
 
     /// # Safety

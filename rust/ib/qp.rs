@@ -12,14 +12,14 @@ use super::{
     eopnotsupp,
     event::Notifier,
     ids::{Key, QpNum},
-    mr::Access,
+    mr::{Access, MrId},
     object::CoreObject,
     srq,
     verbs::Adapter,
     Verbs,
 };
 use core::{marker::PhantomData, ptr};
-use kernel::{error::from_result, ffi, prelude::*};
+use kernel::{error::from_result, ffi, prelude::*, uaccess::UserSlice};
 
 /// Names a QP in a work completion (`ib_wc.qp`).
 ///
@@ -312,6 +312,29 @@ pub(crate) enum SendOp {
         remote: Remote,
         add: u64,
     },
+    /// Executed by the requester alone, on its device's MRs.
+    Local(LocalOp),
+}
+
+/// A work request that goes nowhere: it changes an MR of the device.
+#[derive(Clone, Copy)]
+pub(crate) enum LocalOp {
+    /// Registers a fast-registration MR (`IB_WR_REG_MR`).
+    RegMr(FastReg),
+    /// Invalidates the MR this key names (`IB_WR_LOCAL_INV`).
+    Invalidate(Key),
+}
+
+/// What an `IB_WR_REG_MR` registers: the MR `mr` (the one whose keys are
+/// `mr_key` now) under the new key `key`, at `iova`, with `access`. The
+/// pages are those its last `map_mr_sg` stored.
+#[derive(Clone, Copy)]
+pub(crate) struct FastReg {
+    pub(crate) mr: MrId,
+    pub(crate) mr_key: Key,
+    pub(crate) key: Key,
+    pub(crate) iova: u64,
+    pub(crate) access: Access,
 }
 
 /// Where a UD send goes (`struct ib_ud_wr`), copied out of the address
@@ -331,9 +354,51 @@ pub(crate) struct SendWr<'a> {
     pub(crate) solicited: bool,
     /// Immediate data, network byte order.
     pub(crate) imm: Option<u32>,
+    /// `IB_WR_SEND_WITH_INV`: the responder's key to invalidate.
+    pub(crate) invalidate: Option<Key>,
     pub(crate) sges: &'a [Sge],
     /// The destination, on a UD QP.
     pub(crate) datagram: Option<Datagram>,
+    /// `IB_SEND_INLINE`: the data is taken from the SGEs' buffers when
+    /// posted ([`SendWr::read_inline`]); their lkeys mean nothing.
+    pub(crate) inline: bool,
+    /// The SGEs' buffers are a process's (a user QP's post, which comes in
+    /// that process's system call), not the kernel's.
+    user: bool,
+}
+
+impl SendWr<'_> {
+    /// Copies the data of an inline send into `out` from the poster's
+    /// buffers and returns its length: EINVAL when it does not fit,
+    /// EFAULT when a buffer cannot be read. Safe whatever the addresses:
+    /// user memory is read with `copy_from_user`, kernel memory with
+    /// `copy_from_kernel_nofault`.
+    pub(crate) fn read_inline(&self, out: &mut [u8]) -> Result<usize> {
+        let mut done = 0;
+        for sge in self.sges {
+            let len = sge.length() as usize;
+            let to = out.get_mut(done..done + len).ok_or(EINVAL)?;
+            if self.user {
+                let addr = usize::try_from(sge.addr()).map_err(|_| EFAULT)?;
+                UserSlice::new(addr, len).reader().read_slice(to)?;
+            } else {
+                // SAFETY: `to` is `len` writable bytes; the source is only
+                // probed, a fault yields an error.
+                let ret = unsafe {
+                    kernel::bindings::copy_from_kernel_nofault(
+                        to.as_mut_ptr().cast(),
+                        sge.addr() as usize as *const ffi::c_void,
+                        len,
+                    )
+                };
+                if ret != 0 {
+                    return Err(EFAULT);
+                }
+            }
+            done += len;
+        }
+        Ok(done)
+    }
 }
 
 /// One receive work request.
@@ -351,15 +416,18 @@ pub(crate) struct WrList<'a, W> {
     current: *const W,
     /// The QP is UD: its send WRs are `ib_ud_wr`s.
     datagram: bool,
+    /// The QP is a process's: its WRs name user memory.
+    user: bool,
     _list: PhantomData<&'a W>,
 }
 
 impl<W> WrList<'_, W> {
-    pub(super) fn new(head: *const W, datagram: bool) -> Self {
+    pub(super) fn new(head: *const W, datagram: bool, user: bool) -> Self {
         Self {
             next: head,
             current: head,
             datagram,
+            user,
             _list: PhantomData,
         }
     }
@@ -397,22 +465,20 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         self.next = wr.next;
         let flags = wr.send_flags;
         // SAFETY: the core allocates the container that the opcode names
-        // (`ib_rdma_wr`, `ib_atomic_wr`), with the `ib_send_wr` first.
-        let (op, with_imm) = match unsafe { send_op(self.current) } {
-            Some(op) => op,
+        // (`ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr`), with the
+        // `ib_send_wr` first.
+        let (op, ex) = match unsafe { send_op(self.current) } {
+            Some(Ok(op)) => op,
+            Some(Err(e)) => return Some(Err(e)),
             None => return Some(Err(EINVAL)),
         };
-        if flags & bindings::ib_send_flags_IB_SEND_INLINE != 0 {
-            // max_inline_data is 0: the SGEs would name no registered memory.
-            return Some(Err(EINVAL));
-        }
         // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
         let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
         };
-        // SAFETY: a plain integer union; meaningful for *_WITH_IMM only.
-        let imm = unsafe { wr.ex.imm_data };
+        // SAFETY: a plain integer union, read as `send_op` says.
+        let ex_value = unsafe { wr.ex.imm_data };
         let datagram = if self.datagram {
             // SAFETY: on a UD QP the core passes `ib_ud_wr`s, whose AH is
             // live for the call and belongs to this device.
@@ -430,9 +496,12 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
             signaled: flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0,
             solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
-            imm: with_imm.then_some(imm),
+            imm: (ex == Ex::Imm).then_some(ex_value),
+            invalidate: (ex == Ex::Invalidate).then_some(Key::new(ex_value)),
             sges,
             datagram,
+            inline: flags & bindings::ib_send_flags_IB_SEND_INLINE != 0,
+            user: self.user,
         }))
     }
 }
@@ -475,15 +544,27 @@ unsafe fn datagram(wr: *const bindings::ib_send_wr) -> Option<Datagram> {
     })
 }
 
-/// Reads the operation of a send WR and whether it carries immediate data.
+/// What the `ex` union of a send WR holds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Ex {
+    None,
+    /// `imm_data`.
+    Imm,
+    /// `invalidate_rkey`, of a SEND_WITH_INV.
+    Invalidate,
+}
+
+/// Reads the operation of a send WR and what its `ex` union holds; `None`
+/// for an opcode rsoft does not implement.
 ///
 /// # Safety
 ///
-/// `wr` is valid and, for RDMA and atomic opcodes, the first member of an
-/// `ib_rdma_wr` or `ib_atomic_wr` respectively.
-unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
+/// `wr` is valid and, for RDMA, atomic and REG_MR opcodes, the first
+/// member of an `ib_rdma_wr`, `ib_atomic_wr` or `ib_reg_wr` respectively,
+/// the last naming a live MR (or none).
+unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<Result<(SendOp, Ex)>> {
     // SAFETY: per the function's contract.
-    let opcode = unsafe { (*wr).opcode };
+    let (opcode, ex) = unsafe { ((*wr).opcode, (*wr).ex.invalidate_rkey) };
     let rdma = || {
         // SAFETY: per the function's contract, for the RDMA opcodes.
         let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
@@ -501,12 +582,27 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
         };
         (remote, a.compare_add, a.swap)
     };
-    Some(match opcode {
-        bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, false),
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (SendOp::Send, true),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (SendOp::RdmaWrite(rdma()), false),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), true),
-        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), false),
+    let reg = || {
+        // SAFETY: per the function's contract, for REG_MR.
+        let (r, mr) = unsafe {
+            let r = &*wr.cast::<bindings::ib_reg_wr>();
+            (r, r.mr.as_ref().ok_or(EINVAL)?)
+        };
+        Ok(FastReg {
+            mr: MrId::new(r.mr),
+            mr_key: Key::new(mr.lkey),
+            key: Key::new(r.key),
+            iova: mr.iova,
+            access: Access::from_request(r.access as u32)?,
+        })
+    };
+    Some(Ok(match opcode {
+        bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, Ex::None),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (SendOp::Send, Ex::Imm),
+        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => (SendOp::Send, Ex::Invalidate),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (SendOp::RdmaWrite(rdma()), Ex::None),
+        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), Ex::Imm),
+        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), Ex::None),
         bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
             let (remote, compare, swap) = atomic();
             let op = SendOp::CompareSwap {
@@ -514,14 +610,21 @@ unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<(SendOp, bool)> {
                 compare,
                 swap,
             };
-            (op, false)
+            (op, Ex::None)
         }
         bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
             let (remote, add, _) = atomic();
-            (SendOp::FetchAdd { remote, add }, false)
+            (SendOp::FetchAdd { remote, add }, Ex::None)
         }
+        bindings::ib_wr_opcode_IB_WR_LOCAL_INV => {
+            (SendOp::Local(LocalOp::Invalidate(Key::new(ex))), Ex::None)
+        }
+        bindings::ib_wr_opcode_IB_WR_REG_MR => match reg() {
+            Ok(reg) => (SendOp::Local(LocalOp::RegMr(reg)), Ex::None),
+            Err(e) => return Some(Err(e)),
+        },
         _ => return None,
-    })
+    }))
 }
 
 /// A send work request list.
@@ -735,12 +838,17 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_send_wr,
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> ffi::c_int {
-        let datagram = matches!(
-            // SAFETY: `qp` is a live QP of ours.
-            unsafe { (*qp).qp_type },
-            bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
-        );
-        let mut wrs = SendWrs::new(wr, datagram);
+        // SAFETY: `qp` is a live QP of ours.
+        let (datagram, user) = unsafe {
+            (
+                matches!(
+                    (*qp).qp_type,
+                    bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
+                ),
+                !(*qp).uobject.is_null(),
+            )
+        };
+        let mut wrs = SendWrs::new(wr, datagram, user);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
@@ -758,7 +866,7 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr, false);
+        let mut wrs = RecvWrs::new(wr, false, false);
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);

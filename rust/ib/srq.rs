@@ -192,7 +192,7 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr, false);
+        let mut wrs = RecvWrs::new(wr, false, false);
         // SAFETY: `srq` is a live SRQ of ours.
         let ret = unsafe {
             let dev = Self::device((*srq).device);

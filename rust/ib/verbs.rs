@@ -141,6 +141,8 @@ impl<T: Verbs> Adapter<T> {
         post_recv: Some(Self::post_recv),
         reg_user_mr: Some(Self::reg_user_mr),
         get_dma_mr: Some(Self::get_dma_mr),
+        alloc_mr: Some(Self::alloc_mr),
+        map_mr_sg: Some(Self::map_mr_sg),
         rereg_user_mr: if <T::Mr as MrOps>::HAS_REREG {
             Some(Self::rereg_user_mr)
         } else {

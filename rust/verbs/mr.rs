@@ -5,7 +5,8 @@
 
 use crate::{
     device::RsoftDevice,
-    ib::{self, Access, Key, Memory, MrRereg, PdId},
+    ib::{self, Access, Key, Memory, MrId, MrRereg, PageList, PdId},
+    limits,
     mr::{Mr, MrEntry},
 };
 use kernel::{prelude::*, sync::Arc};
@@ -21,19 +22,37 @@ impl ib::MrOps for Mr {
         iova: u64,
         access: Access,
     ) -> Result<(Key, impl PinInit<Self>)> {
-        let mr = Arc::new(
-            MrEntry {
-                pd,
-                iova,
-                access,
-                mem: Arc::new(mem, GFP_KERNEL)?,
-            },
-            GFP_KERNEL,
-        )?;
-        let inserted = dev.net.mrs().insert(mr);
-        // A refused MR is dropped here, outside the lock (it unpins).
-        let key = inserted.map_err(|_| ENOMEM)?;
-        Ok((key.key(), Mr { key }))
+        let entry = MrEntry {
+            pd,
+            iova,
+            access,
+            mem: Arc::new(mem, GFP_KERNEL)?,
+        };
+        // A refused MR is dropped outside the lock (it unpins).
+        let key = dev.net.mrs().insert_entry(entry)?;
+        Ok((key.key(), Mr { key, pages: None }))
+    }
+
+    fn alloc_fast(
+        dev: &RsoftDevice,
+        pd: PdId,
+        id: MrId,
+        max_pages: u32,
+    ) -> Result<(Key, impl PinInit<Self>)> {
+        if max_pages > limits::MAX_FAST_REG_PAGES {
+            return Err(EINVAL);
+        }
+        let pages = Arc::new(Memory::Pages(PageList::new(max_pages)?), GFP_KERNEL)?;
+        let key = dev.net.mrs().insert_fast(id, pd, pages.clone())?;
+        let pages = Some(pages);
+        Ok((key.key(), Mr { key, pages }))
+    }
+
+    fn pages(&self) -> Option<&PageList> {
+        match self.pages.as_deref()? {
+            Memory::Pages(list) => Some(list),
+            _ => None,
+        }
     }
 
     fn deregister(self: Pin<&Self>, dev: &RsoftDevice) {
@@ -48,17 +67,20 @@ impl ib::MrOps for Mr {
             (Some(mem), Some(iova)) => (iova, Arc::new(mem, GFP_KERNEL)?),
             _ => (old.iova, old.mem.clone()),
         };
-        let new = Arc::new(
-            MrEntry {
-                pd: change.pd.unwrap_or(old.pd),
-                iova,
-                access,
-                mem,
-            },
-            GFP_KERNEL,
-        )?;
+        let new = MrEntry {
+            pd: change.pd.unwrap_or(old.pd),
+            iova,
+            access,
+            mem,
+        };
         // The old region goes when its last transfer is done with it.
-        drop(dev.net.mrs().replace(self.key, new)?);
+        match dev.net.mrs().replace(self.key, new) {
+            Ok(old) => drop(old),
+            Err(new) => {
+                drop(new);
+                return Err(EINVAL);
+            }
+        }
         Ok(())
     }
 }

@@ -88,22 +88,36 @@ impl ib::QpOps for Qp {
     fn post_send(&self, dev: &RsoftDevice, wrs: &mut SendWrs<'_>) -> Result {
         let qp = self.shared.enter().ok_or(EINVAL)?;
         let posted = (|| {
-            let mut inner = qp.inner.lock();
-            if !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Error) {
-                return Err(EINVAL);
-            }
+            let mut data = [0u8; limits::MAX_INLINE_DATA as usize];
             for wr in wrs {
                 let wr = wr?;
                 // UC has no responder resources: no reads, no atomics; UD
-                // only sends, each to an address.
+                // only sends, each to an address. Fast registration and
+                // invalidation are RC's.
                 let allowed = match qp.qp_type {
                     QpType::Rc => true,
                     QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
                     QpType::Ud | QpType::Gsi => {
                         matches!(wr.op, SendOp::Send) && wr.datagram.is_some()
                     }
-                };
+                } && (qp.qp_type == QpType::Rc || wr.invalidate.is_none());
                 if !allowed {
+                    return Err(EINVAL);
+                }
+                // Only what carries data can carry it inline. The copy may
+                // fault in user memory: it is made before taking the lock.
+                let inline = if wr.inline {
+                    if !matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)) {
+                        return Err(EINVAL);
+                    }
+                    let room = data.get_mut(..qp.cap.max_inline_data as usize);
+                    let len = wr.read_inline(room.ok_or(EINVAL)?)?;
+                    Some(&data[..len])
+                } else {
+                    None
+                };
+                let mut inner = qp.inner.lock();
+                if !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Error) {
                     return Err(EINVAL);
                 }
                 let wqe = Wqe {
@@ -112,10 +126,14 @@ impl ib::QpOps for Qp {
                     signaled: wr.signaled,
                     solicited: wr.solicited,
                     imm: wr.imm,
+                    invalidate: wr.invalidate,
                     num_sge: wr.sges.len(),
                     datagram: wr.datagram,
+                    inline: None,
                 };
-                inner.sq.push(wqe, wr.sges.iter().map(SgeCopy::from))?;
+                inner
+                    .sq
+                    .push(wqe, wr.sges.iter().map(SgeCopy::from), inline)?;
             }
             Ok(())
         })();

@@ -774,7 +774,8 @@ static int op_refused(struct lane *l, struct rng *r)
 	struct ibv_qp_init_attr init = {
 		.send_cq = l->acq, .recv_cq = l->acq,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
-			 .max_recv_sge = 1, .max_inline_data = 1 + below(r, 256) },
+			 .max_recv_sge = 1,
+			 .max_inline_data = RSOFT_MAX_INLINE_DATA + 1 + below(r, 256) },
 		.qp_type = l->type,
 	};
 	struct ibv_sge sge = { (uintptr_t)l->am.base, 8, l->amr->lkey };
