@@ -26,7 +26,18 @@ start=$SECONDS
 pass() { echo "ok - $type: $*"; }
 fail() { echo "not ok - $type: $*"; }
 skip() { echo "ok - $type: $1 # SKIP $2"; }
-show() { sed "s/^/# $2: /" "$1"; }
+# show FILE LABEL: FILE as "# LABEL: " lines, its head and tail if long.
+show() {
+	[[ -s $1 ]] || return 0
+	tr -d '\r' <"$1" | awk -v p="# $2: " '
+		NR <= 20 { print p $0 }
+		{ line[NR] = $0 }
+		END {
+			from = NR - 40 > 20 ? NR - 40 : 20
+			if (from > 20) print p "... (" from - 20 " lines)"
+			for (i = from + 1; i <= NR; i++) print p line[i]
+		}'
+}
 check() {
 	local name=$1
 	shift
@@ -73,10 +84,10 @@ pair() {
 	local name=$1 kind=$2 port=$3 chk=${4:-true} d s crc=0 src=0 t0=$SECONDS
 	d=$work/${name//[^A-Za-z0-9_.-]/_}
 	mkdir -p "$d"
-	timeout -k 5 $T "${srv[@]}" >"$d/server" 2>&1 &
+	timeout -k 5 $T "${srv[@]}" >"$d/server" 2>"$d/server.err" &
 	s=$!
 	until_ok 60 listening "$kind" "$port" "$s"
-	timeout -k 5 $T "${cli[@]}" >"$d/client" 2>&1 || crc=$?
+	timeout -k 5 $T "${cli[@]}" >"$d/client" 2>"$d/client.err" || crc=$?
 	wait "$s" || src=$?
 	if ((crc == 0 && src == 0)) && "$chk" "$d"; then
 		pass "$name"
@@ -86,7 +97,9 @@ pair() {
 		echo "# server: ${srv[*]}"
 		echo "# client: ${cli[*]}"
 		show "$d/client" client
+		show "$d/client.err" "client stderr"
 		show "$d/server" server
+		show "$d/server.err" "server stderr"
 	fi
 }
 
@@ -128,8 +141,10 @@ expect "rdma link: $dev on eth0, active" \
 	"^link $dev/1 state ACTIVE physical_state LINK_UP netdev eth0 " rdma link
 expect "rdma link: $ddev on dummy0, active" \
 	"^link $ddev/1 state ACTIVE physical_state LINK_UP netdev dummy0 " rdma link
+ip link add roce1 type dummy && ip link set roce1 up
 check "rdma link add of a taken name is refused" \
-	sh -c "! timeout $T rdma link add $dev type $type netdev dummy0 2>/dev/null"
+	sh -c "! timeout $T rdma link add $dev type $type netdev roce1 2>/dev/null"
+ip link del roce1
 expect "ibv_devices lists $dev" "^\s+$dev\s" ibv_devices
 expect "ibv_devices lists $ddev" "^\s+$ddev\s" ibv_devices
 for d in "$dev" "$ddev"; do
@@ -209,13 +224,13 @@ rping_data() { # DIR COUNT
 	' "$1/client"
 }
 rping_data_1000() { rping_data "$1" 1000; }
-rping_data_50() { rping_data "$1" 50; }
 srv=(rping -s -a "$ip4" -p 7471 -C 1000)
 cli=(rping -c -a "$ip4" -p 7471 -C 1000 -v -V)
 pair "rping -C 1000 -v -V ($dev)" cm 7471 rping_data_1000
+# -V: the client compares every round trip's data and fails on a mismatch
 srv=(rping -s -a "$dip4" -p 7472 -C 50 -S 3000)
-cli=(rping -c -a "$dip4" -p 7472 -C 50 -S 3000 -v -V)
-pair "rping -C 50 -S 3000 -v -V ($ddev)" cm 7472 rping_data_50
+cli=(rping -c -a "$dip4" -p 7472 -C 50 -S 3000 -V)
+pair "rping -C 50 -S 3000 -V ($ddev)" cm 7472
 
 cmatose_done() { grep -q 'data transfers complete' "$1/client" && grep -q 'data transfers complete' "$1/server"; }
 srv=(ucmatose -b "$ip4" -p 7473 -c 4 -C 20)
@@ -224,9 +239,10 @@ pair "ucmatose -c 4 -C 20" cm 7473 cmatose_done
 srv=(ucmatose -b "$dip4" -p 7474 -c 2 -C 10 -S 3000)
 cli=(ucmatose -s "$dip4" -p 7474 -c 2 -C 10 -S 3000)
 pair "ucmatose -c 2 -S 3000 ($ddev)" cm 7474 cmatose_done
-srv=(udaddy -b "$ip4" -p 7475 -c 2 -C 10)
-cli=(udaddy -s "$ip4" -p 7475 -c 2 -C 10)
-pair "udaddy -c 2 -C 10" cm 7475 cmatose_done
+# (udaddy's -p is the port space: it always uses port 7174)
+srv=(udaddy -b "$ip4" -c 2 -C 10)
+cli=(udaddy -s "$ip4" -c 2 -C 10)
+pair "udaddy -c 2 -C 10" cm 7174 cmatose_done
 rdma_end() { grep -q 'rdma_client: end 0' "$1/client" && grep -q 'rdma_server: end 0' "$1/server"; }
 srv=(rdma_server -s "$ip4" -p 7476)
 cli=(rdma_client -s "$ip4" -p 7476)
@@ -236,9 +252,9 @@ stream_done() { grep -A1 'usec/xfer' "$1/client" | tail -1 | grep -Eq ' [0-9.]+s
 srv=(rstream -b "$ip4" -p 7477 -S 65536 -C 50 -T v)
 cli=(rstream -s "$ip4" -p 7477 -S 65536 -C 50 -T v)
 pair "rstream -S 65536 -C 50 -T v" cm 7477 stream_done
-srv=(rstream -b "$ip4" -p 7478 -S 1000 -C 200 -T vn)
-cli=(rstream -s "$ip4" -p 7478 -S 1000 -C 200 -T vn)
-pair "rstream -S 1000 -C 200 -T vn (nonblocking)" cm 7478 stream_done
+srv=(rstream -b "$ip4" -p 7478 -S 1000 -C 200 -T v -T n)
+cli=(rstream -s "$ip4" -p 7478 -S 1000 -C 200 -T v -T n)
+pair "rstream -S 1000 -C 200 -T v -T n (nonblocking)" cm 7478 stream_done
 srv=(riostream -b "$ip4" -p 7479 -S 65536 -C 50 -T v)
 cli=(riostream -s "$ip4" -p 7479 -S 65536 -C 50 -T v)
 pair "riostream -S 65536 -C 50 -T v" cm 7479 stream_done
@@ -281,8 +297,8 @@ pair "librpma: read, write, send, send and write with immediate" cm 7482 rpma_ok
 
 # --- libfabric's verbs provider, msg endpoints (rdma_cm), data checked
 fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' "$1/server"; }
-srv=(fi_pingpong -p verbs -e msg -d "$dev" -I 100 -S 4096 -c -B 7483)
-cli=(fi_pingpong -p verbs -e msg -d "$dev" -I 100 -S 4096 -c -P 7483 "$ip4")
+srv=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d "$dev" -I 100 -S 4096 -c -B 7483)
+cli=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d "$dev" -I 100 -S 4096 -c -P 7483 "$ip4")
 pair "fi_pingpong -p verbs -e msg -c" tcp 7483 fi_row
 
 # --- pyverbs: rdma-core's rdma_cm tests. They find a device's address
@@ -346,7 +362,8 @@ for d in "$ddev" "$dev"; do
 done
 del_d=$(eval echo "\$del_${ddev//[^a-z0-9]/_}")
 del_e=$(eval echo "\$del_${dev//[^a-z0-9]/_}")
-if until_ok 30 gone "$del_d" && until_ok 30 gone "$del_e"; then
+both_gone() { gone "$del_d" && gone "$del_e"; }
+if until_ok 20 both_gone; then
 	deleted=1
 else
 	deleted=0
@@ -355,7 +372,7 @@ if ((deleted == 0)) && [[ $type == rxe ]]; then
 	# rxe has no disassociate_ucontext: the core's unregistration waits
 	# until every process that has the device open exits by itself.
 	skip "rdma link delete under live users finishes" \
-		"rxe has no disassociate_ucontext: the delete waits for its users to exit (seen: still waiting after 30 s)"
+		"rxe has no disassociate_ucontext: the delete waits for its users to exit (seen: still waiting after 20 s)"
 	kill "$holder_aw" "$holder_pp" "$holder_rs" "$holder_rc" 2>/dev/null
 	until_ok 60 gone "$del_d"
 	until_ok 60 gone "$del_e"
