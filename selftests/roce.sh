@@ -356,12 +356,10 @@ until_ok 60 sh -c "rdma res show cm_id | grep -q 'state CONNECT.*comm rping'"
 rdma res show cm_id | sed 's/^/# before delete: /'
 alive() { kill -0 "$1" 2>/dev/null; }
 gone() { ! alive "$1"; }
-for d in "$ddev" "$dev"; do
-	timeout -k 5 $T rdma link delete "$d" >"$work/delete-$d" 2>&1 &
-	eval "del_${d//[^a-z0-9]/_}=\$!"
-done
-del_d=$(eval echo "\$del_${ddev//[^a-z0-9]/_}")
-del_e=$(eval echo "\$del_${dev//[^a-z0-9]/_}")
+timeout -k 5 $T rdma link delete "$ddev" >"$work/delete-$ddev" 2>&1 &
+del_d=$!
+timeout -k 5 $T rdma link delete "$dev" >"$work/delete-$dev" 2>&1 &
+del_e=$!
 both_gone() { gone "$del_d" && gone "$del_e"; }
 if until_ok 20 both_gone; then
 	deleted=1
@@ -385,8 +383,11 @@ elif ((deleted == 0)); then
 	check "rdma link delete finishes once the users are killed" until_ok 60 both_gone
 else
 	pass "rdma link delete of both links under live users finishes"
-	wait "$del_d" && wait "$del_e"
-	check "rdma link delete succeeded" test $? = 0
+	wait "$del_d"
+	rd=$?
+	wait "$del_e"
+	re=$?
+	check "rdma link delete succeeded (status $rd and $re)" test "$rd$re" = 00
 	show "$work/delete-$ddev" "delete $ddev"
 	show "$work/delete-$dev" "delete $dev"
 	# ibv_asyncwatch sees IBV_EVENT_DEVICE_FATAL and its next read fails.
