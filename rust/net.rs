@@ -7,10 +7,11 @@
 //! copied under any of them but a UD datagram's, at most one MTU):
 //!
 //! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate; `qps` -> gate;
-//! `gsi` -> gate; the fabric's `ports` -> `gids`. `atomics` and the CQ ring
-//! take no other lock. No two QP locks are ever held at once. The `ib`
-//! layer's lock of an object's holders (`rust/ib/hold.rs`) comes last: a
-//! hold may be dropped under any of these, and that lock takes no other.
+//! `gsi` -> gate; the fabric's `ports` -> `gids`; QP -> `gids`. `atomics`
+//! and the CQ ring take no other lock. No two QP locks are ever held at
+//! once. The `ib` layer's lock of an object's holders (`rust/ib/hold.rs`)
+//! comes last: a hold may be dropped under any of these, and that lock
+//! takes no other.
 
 use crate::{
     counters::Counters,
@@ -189,6 +190,22 @@ impl Net {
                 }
                 self.fabric.port_of(&dgid)?.qp(qpn)
             }
+        }
+    }
+
+    /// Whether `av`, the path of a responder's QP, leads back to this
+    /// port: an RC responder answers its connected peer alone. On
+    /// InfiniBand a device is its own fabric, so the QP number says it all.
+    pub(crate) fn is_reached_by(&self, av: &Address) -> bool {
+        match self.link {
+            Link::Ib { .. } => true,
+            Link::Roce => av.grh.as_ref().is_some_and(|g| {
+                self.gids
+                    .lock()
+                    .iter()
+                    .flatten()
+                    .any(|(gid, _)| *gid == g.dgid)
+            }),
         }
     }
 

@@ -173,7 +173,10 @@ fn judge(
     let uc = qp.qp_type == QpType::Uc;
     let mut d = dest.inner.lock();
     // An RC responder answers only its connected peer.
-    if d.attr.dest_qpn != qp.qpn.num() || !matches!(d.state, QpState::Rtr | QpState::Rts) {
+    if d.attr.dest_qpn != qp.qpn.num()
+        || !net.is_reached_by(&d.attr.av)
+        || !matches!(d.state, QpState::Rtr | QpState::Rts)
+    {
         let verdict = if uc {
             Verdict::Dropped
         } else {
