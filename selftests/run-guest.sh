@@ -181,6 +181,16 @@ done
 check "20 x insmod, open/close context, rmmod" test $reload_ok = 1
 check "no device left after rmmod" test -z "$(ls /sys/class/infiniband)"
 
+# --- RoCE links and the rdma_cm users on them (rdmacm-utils, perftest -R,
+# librpma, libfabric, pyverbs, NVMe over RDMA); the module as a user loads it
+if insmod "$ko"; then
+	ROCE_KERNEL_LOG=0 "$top/selftests/roce.sh" rsoft
+	"$top/selftests/roce-cross.sh"
+	check "RoCE: rmmod once the links are gone" rmmod rsoft
+else
+	fail "insmod rsoft.ko for the RoCE links"
+fi
+
 # --- the guest kernel's own modules, for comparisons with rxe and siw
 check "modprobe loads the guest kernel's rdma_rxe and siw" \
 	sh -c 'modprobe rdma_rxe && modprobe siw && modprobe -r rdma_rxe siw'
