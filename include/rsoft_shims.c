@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* C helpers for what bindgen cannot reach: macros and static inlines. */
 
+#include <linux/delay.h>
 #include <linux/highmem.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
@@ -82,6 +83,11 @@ void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len)
 void rsoft_cond_resched(void)
 {
 	cond_resched();
+}
+
+void rsoft_sleep_us(unsigned int us)
+{
+	fsleep(us);
 }
 
 /* The caller serialises rsoft's atomics; user stores may race, as on HW. */

@@ -26,8 +26,9 @@ void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
 void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len);
 /* virt_addr_valid() and virt_to_page() are macros; NULL outside the linear map. */
 struct page *rsoft_virt_to_page(unsigned long addr);
-/* cond_resched() is a macro. */
+/* cond_resched() is a macro, fsleep() a static inline. */
 void rsoft_cond_resched(void);
+void rsoft_sleep_us(unsigned int us);
 u64 rsoft_page_atomic(struct page *page, size_t off, bool cmp_swap, u64 operand,
 		      u64 swap);
 

@@ -18,6 +18,9 @@ use crate::{
 pub(crate) struct After {
     events: [Option<CqEvent>; 2],
     kick: Option<QpUse>,
+    /// The responder had no receive for the request: its RNR timer, in the
+    /// IB encoding (`min_rnr_timer`).
+    pub(crate) rnr_nak: Option<u8>,
 }
 
 impl After {

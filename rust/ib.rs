@@ -44,7 +44,7 @@ pub(crate) use qp::{
     QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
-pub(crate) use sched::{cond_resched, flush_work};
+pub(crate) use sched::{cond_resched, flush_work, sleep_us};
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier, SrqOps};
 pub(crate) use verbs::Verbs;
 

@@ -43,6 +43,11 @@ impl Head {
         self.data.len()
     }
 
+    /// How many RNR NAKs it may meet before it fails (`rnr_retry`).
+    pub(crate) fn retries(&self) -> u8 {
+        self.attr.rnr_retry
+    }
+
     pub(crate) fn of(inner: &QpInner) -> Option<Self> {
         let (wqe, sges) = inner.sq.front()?;
         Some(Self {
@@ -137,6 +142,9 @@ enum Verdict {
     },
     /// Receiver not ready; retry when it posts a receive.
     Wait,
+    /// Receiver not ready: an RNR NAK with the responder's RNR timer; the
+    /// requester retries after it, as many times as its `rnr_retry` says.
+    RnrNak(u8),
     /// UC: the responder cannot take it and nobody is told; the send
     /// completes as sent.
     Dropped,
@@ -223,16 +231,18 @@ fn judge(
     }
     let rpd = receive_pd(dest);
     let is_send = matches!(head.wqe.op, SendOp::Send);
+    let rnr_timer = d.attr.min_rnr_timer;
     let (recv, verdict) = receive_at(dest, &mut d, |front| {
         let Some(rsges) = front else {
-            // rnr_retry 7 means "retry forever"; a finite count is used up
-            // at once, since nothing else could post the receive meanwhile.
+            // rnr_retry 7 means "retry forever": the receive's post runs
+            // the requester again. A finite count waits out the RNR timer
+            // between tries.
             let verdict = if uc {
                 Verdict::Dropped
             } else if head.attr.rnr_retry == 7 {
                 Verdict::Wait
             } else {
-                Verdict::SenderError(WcStatus::RnrRetryExceeded)
+                Verdict::RnrNak(rnr_timer)
             };
             return (false, verdict);
         };
@@ -308,6 +318,10 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
     let (recv, verdict) = judge(net, qp, &dest, head, len);
     match verdict {
         Verdict::Wait => false,
+        Verdict::RnrNak(timer) => {
+            after.rnr_nak = Some(timer);
+            false
+        }
         Verdict::Dropped => finish_send(net, qp, head, WcStatus::Success, 0, after),
         Verdict::SenderError(status) => finish_send(net, qp, head, status, 0, after),
         Verdict::BothError { sender, receiver } => {
@@ -461,6 +475,7 @@ fn finish_send(
         let mut inner = qp.inner.lock();
         // A RESET meanwhile discarded it, without a completion.
         let popped = if inner.sq_epoch == head.epoch {
+            inner.rnr_naks = 0;
             inner.sq.pop()
         } else {
             None
@@ -487,6 +502,12 @@ fn finish_send(
     };
     // An error leaves the QP to flush.
     complete::complete(net, qp, qp.send_cq(), wc, false, after) || more
+}
+
+/// The head WQE of `qp` met one RNR NAK more than its `rnr_retry` allows:
+/// it completes in error.
+pub(crate) fn rnr_retry_exceeded(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool {
+    finish_send(net, qp, head, WcStatus::RnrRetryExceeded, 0, after)
 }
 
 /// UD: delivers the datagram `head` if it reaches a ready receive, and
