@@ -270,6 +270,8 @@ fn judge(
     }
     // SEND_WITH_INV: the key names a fast-registration MR of the responder
     // (only kernel consumers have any), invalidated as the send is taken.
+    // What it mapped may be dropped under the lock: kernel pages, which
+    // are not released on drop.
     let verdict = match (verdict, head.wqe.invalidate) {
         (Verdict::Execute, Some(key)) if net.mrs().invalidate(dest.pd, MrKey::of(key)).is_err() => {
             Verdict::BothError {

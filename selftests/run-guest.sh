@@ -156,6 +156,10 @@ done
 for t in ib_send_bw ib_send_lat; do
 	"$top/selftests/pingpong.sh" "perftest $t (UD)" "$t" -c UD -n 1000 -F
 done
+"$top/selftests/pingpong.sh" "perftest ib_send_lat (RC, 128 B inline)" \
+	ib_send_lat -s 64 -I 128 -n 1000 -F
+"$top/selftests/pingpong.sh" "perftest ib_send_bw (UD, 64 B inline)" \
+	ib_send_bw -c UD -s 64 -I 64 -n 1000 -F
 
 check "rmmod rsoft" rmmod rsoft
 

@@ -13,15 +13,19 @@
 #define GRH_LEN		40
 #define UD_MTU		4096
 
-/* A UD QP in RTS with Q_Key @qkey. */
+#define INLINE		64	/* what a may send inline */
+
+/* A UD QP in RTS with Q_Key @qkey and @max_inline bytes of inline data. */
 static struct ibv_qp *ud_qp(struct loopback *lb, struct ibv_cq *scq,
-			    struct ibv_cq *rcq, uint32_t qkey)
+			    struct ibv_cq *rcq, uint32_t qkey,
+			    uint32_t max_inline)
 {
 	struct ibv_qp_init_attr init = {
 		.send_cq = scq,
 		.recv_cq = rcq,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = max_inline },
 		.qp_type = IBV_QPT_UD,
 	};
 	struct ibv_qp_attr attr = {
@@ -70,8 +74,8 @@ FIXTURE_SETUP(ud)
 	ASSERT_NE(NULL, lb->mr);
 	ASSERT_NE(NULL, lb->scq);
 	ASSERT_NE(NULL, lb->rcq);
-	lb->a = ud_qp(lb, lb->scq, lb->rcq, QKEY);
-	lb->b = ud_qp(lb, lb->rcq, lb->rcq, QKEY);
+	lb->a = ud_qp(lb, lb->scq, lb->rcq, QKEY, INLINE);
+	lb->b = ud_qp(lb, lb->rcq, lb->rcq, QKEY, 0);
 	ASSERT_NE(NULL, lb->a);
 	ASSERT_NE(NULL, lb->b);
 	attr.dlid = self->port.lid;
@@ -176,6 +180,36 @@ TEST_F(ud, send_with_grh)
 	EXPECT_EQ(0, memcmp(grh + 8, self->gid.raw, 16));
 	EXPECT_EQ(0, memcmp(grh + 24, self->gid.raw, 16));
 	EXPECT_EQ(0, memcmp(lb->buf, grh + GRH_LEN, 100));
+}
+
+/*
+ * An inline datagram from an unregistered buffer (garbage lkey),
+ * overwritten once posted, lands after the GRH intact.
+ */
+TEST_F(ud, inline_send_with_grh)
+{
+	struct loopback *lb = &self->lb;
+	char src[INLINE], want[INLINE];
+	struct ibv_sge sge = { (uintptr_t)src, INLINE, 0xdeadbeef };
+	struct ibv_send_wr wr = {
+		.wr_id = 4, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE,
+		.wr.ud = { .ah = self->gah, .remote_qpn = lb->b->qp_num,
+			   .remote_qkey = QKEY },
+	}, *bad;
+	struct ibv_wc wc;
+
+	fill(src, INLINE, 9);
+	memcpy(want, src, INLINE);
+	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 8192, GRH_LEN + INLINE));
+	ASSERT_EQ(0, ibv_post_send(lb->a, &wr, &bad));
+	memset(src, 0, INLINE);
+	EXPECT_TRUE(sent_ok(lb, 4));
+	ASSERT_EQ(1, ibv_poll_cq(lb->rcq, 1, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(IBV_WC_GRH, wc.wc_flags & IBV_WC_GRH);
+	EXPECT_EQ(GRH_LEN + INLINE, wc.byte_len);
+	EXPECT_EQ(0, memcmp(want, lb->buf + 8192 + GRH_LEN, INLINE));
 }
 
 /* A wrong Q_Key is dropped without a word: the receive stays posted. */
