@@ -148,12 +148,15 @@ ip link del roce1
 expect "ibv_devices lists $dev" "^\s+$dev\s" ibv_devices
 expect "ibv_devices lists $ddev" "^\s+$ddev\s" ibv_devices
 for d in "$dev" "$ddev"; do
-	a=$ip4
-	[[ $d == "$ddev" ]] && a=$dip4
+	a=$ip4 nd=eth0
+	[[ $d == "$ddev" ]] && a=$dip4 nd=dummy0
+	# the netdev's IPv6 link-local address is a GID too
+	ll=$(ip -6 -o addr show dev $nd scope link | awk '{ sub("/.*", "", $4); print $4; exit }')
 	info=$(timeout $T ibv_devinfo -v -d "$d" 2>&1)
 	for re in 'link_layer:\s+Ethernet' 'state:\s+PORT_ACTIVE \(4\)' \
 		'phys_state:\s+LINK_UP \(5\)' \
-		"GID\[ *[0-9]+\]:\s+::ffff:${a//./\\.}, RoCE v2"; do
+		"GID\[ *[0-9]+\]:\s+::ffff:${a//./\\.}, RoCE v2" \
+		"GID\[ *[0-9]+\]:\s+${ll:-no IPv6 link-local address on $nd}, RoCE v2"; do
 		if grep -Eq "$re" <<<"$info"; then
 			pass "ibv_devinfo -v -d $d: $re"
 		else
