@@ -148,12 +148,15 @@ ip link del roce1
 expect "ibv_devices lists $dev" "^\s+$dev\s" ibv_devices
 expect "ibv_devices lists $ddev" "^\s+$ddev\s" ibv_devices
 for d in "$dev" "$ddev"; do
-	a=$ip4
-	[[ $d == "$ddev" ]] && a=$dip4
+	a=$ip4 nd=eth0
+	[[ $d == "$ddev" ]] && a=$dip4 nd=dummy0
+	# the netdev's IPv6 link-local address is a GID too
+	ll=$(ip -6 -o addr show dev $nd scope link | awk '{ sub("/.*", "", $4); print $4; exit }')
 	info=$(timeout $T ibv_devinfo -v -d "$d" 2>&1)
 	for re in 'link_layer:\s+Ethernet' 'state:\s+PORT_ACTIVE \(4\)' \
 		'phys_state:\s+LINK_UP \(5\)' \
-		"GID\[ *[0-9]+\]:\s+::ffff:${a//./\\.}, RoCE v2"; do
+		"GID\[ *[0-9]+\]:\s+::ffff:${a//./\\.}, RoCE v2" \
+		"GID\[ *[0-9]+\]:\s+${ll:-no IPv6 link-local address on $nd}, RoCE v2"; do
 		if grep -Eq "$re" <<<"$info"; then
 			pass "ibv_devinfo -v -d $d: $re"
 		else
@@ -259,15 +262,18 @@ srv=(riostream -b "$ip4" -p 7479 -S 65536 -C 50 -T v)
 cli=(riostream -s "$ip4" -p 7479 -S 65536 -C 50 -T v)
 pair "riostream -S 65536 -C 50 -T v" cm 7479 stream_done
 
-# --- perftest with rdma_cm (-R)
+# --- perftest with rdma_cm (-R). Every server has a port of its own: the
+# listening ID of the one before may still show for a moment after it exits.
+port=7490
 perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[0-9]+ '; }
 for t in "ib_send_bw -s 65536 -n 200" "ib_write_bw -s 65536 -n 200" \
 	"ib_read_bw -s 65536 -n 200" "ib_send_lat -s 64 -n 200" \
 	"ib_write_lat -s 64 -n 200"; do
 	read -ra args <<<"$t"
-	srv=("${args[@]}" -d "$dev" -R -F -p 7480)
-	cli=("${args[@]}" -d "$dev" -R -F -p 7480 "$ip4")
-	pair "perftest $t -R" cm 7480 perf_row
+	srv=("${args[@]}" -d "$dev" -R -F -p $port)
+	cli=("${args[@]}" -d "$dev" -R -F -p $port "$ip4")
+	pair "perftest $t -R" cm $port perf_row
+	port=$((port + 1))
 done
 
 # --- the stock pingpongs on the IPv4 RoCE v2 GID (QPs exchanged over TCP)
@@ -275,9 +281,10 @@ pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
 pp() { # NAME DEV GID ARGS...
 	local name=$1 d=$2 g=$3
 	shift 3
-	srv=("$@" -d "$d" -g "$g" -p 7481)
-	cli=("$@" -d "$d" -g "$g" -p 7481 localhost)
-	pair "$name" tcp 7481 pp_done
+	srv=("$@" -d "$d" -g "$g" -p $port)
+	cli=("$@" -d "$d" -g "$g" -p $port localhost)
+	pair "$name" tcp $port pp_done
+	port=$((port + 1))
 }
 pp "ibv_rc_pingpong -g $gidx -s 4096 -n 200 -c ($dev)" "$dev" "$gidx" ibv_rc_pingpong -s 4096 -n 200 -c
 pp "ibv_rc_pingpong -g $gidx -s 65536 -n 50 -c -e ($dev)" "$dev" "$gidx" ibv_rc_pingpong -s 65536 -n 50 -c -e
