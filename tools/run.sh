@@ -19,6 +19,8 @@ exec "$RSOFT_TOP/tools/vm.sh" -k "$kdir" ${RSOFT_PARAMS:+-m "$RSOFT_PARAMS"} -- 
 	ibv_devinfo -d rsoft_eth0
 	rdma dev
 	rdma link
+	# the core fills the GID table from a work item
+	timeout 10 sh -c "until cat /sys/class/infiniband/rsoft_eth0/ports/1/gids/* | grep -q ffff:0a00:020f; do sleep 0.2; done"
 	rping -s -a 10.0.2.15 -C 3 &
 	sleep 1
 	rping -c -a 10.0.2.15 -C 3 -v
