@@ -357,7 +357,7 @@ timeout -k 5 $T rping -s -a "$ip4" -p 7485 >"$work/holder-rs" 2>&1 &
 holder_rs=$!
 until_ok 60 listening cm 7485 $holder_rs
 # a connection that keeps pinging until the device goes
-timeout -k 5 $T rping -c -a "$ip4" -p 7485 -S 1000 >"$work/holder-rc" 2>&1 &
+timeout -k 5 $T rping -c -a "$ip4" -p 7485 >"$work/holder-rc" 2>&1 &
 holder_rc=$!
 until_ok 60 grep -q 'async event FD' "$work/holder-aw"
 until_ok 60 tcp_listening 7484
