@@ -355,12 +355,16 @@ timeout -k 5 $T ibv_rc_pingpong -d "$ddev" -g "$dgidx" -p 7484 >"$work/holder-pp
 holder_pp=$!
 timeout -k 5 $T rping -s -a "$ip4" -p 7485 >"$work/holder-rs" 2>&1 &
 holder_rs=$!
-timeout -k 5 $T rping -c -a "$ip4" -p 7485 -S 1000 >"$work/holder-rc" 2>&1 &
+until_ok 60 listening cm 7485 $holder_rs
+# a connection that keeps pinging until the device goes
+timeout -k 5 $T rping -c -a "$ip4" -p 7485 >"$work/holder-rc" 2>&1 &
 holder_rc=$!
 until_ok 60 grep -q 'async event FD' "$work/holder-aw"
 until_ok 60 tcp_listening 7484
 until_ok 60 sh -c "rdma res show cm_id | grep -q 'state CONNECT.*comm rping'"
 rdma res show cm_id | sed 's/^/# before delete: /'
+check "users of both links: asyncwatch, rc_pingpong server, rping pair" \
+	sh -c "kill -0 $holder_aw && kill -0 $holder_pp && kill -0 $holder_rs && kill -0 $holder_rc"
 alive() { kill -0 "$1" 2>/dev/null; }
 gone() { ! alive "$1"; }
 timeout -k 5 $T rdma link delete "$ddev" >"$work/delete-$ddev" 2>&1 &
@@ -381,6 +385,7 @@ if ((deleted == 0)) && [[ $type == rxe ]]; then
 	# until every process that has the device open exits by itself.
 	skip "rdma link delete under live users finishes" \
 		"rxe has no disassociate_ucontext: the delete waits for its users to exit (seen: still waiting after 20 s)"
+	for f in holder-aw holder-pp holder-rs holder-rc; do show "$work/$f" "$f"; done
 	stop_holders
 	check "rdma link delete finishes once the users are killed" until_ok 60 both_gone
 elif ((deleted == 0)); then
