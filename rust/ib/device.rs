@@ -129,14 +129,11 @@ impl<T: Verbs> Devices<T> {
         netdev: Option<&NetDev>,
         data: impl PinInit<T::Device, Error>,
     ) -> Result {
-        // Room in the list first: once registered, the device must be
-        // listed before anyone can unregister it.
-        self.list.devices.lock().reserve(1, GFP_KERNEL)?;
         // SAFETY: the size covers `ib_device` at offset 0 and the driver data.
         let raw = unsafe { bindings::_ib_alloc_device(Adapter::<T>::DEVICE_SIZE) };
-        if raw.is_null() {
+        let Some(ib) = NonNull::new(raw) else {
             return Err(ENOMEM);
-        }
+        };
         let (link_layer, up) = match netdev {
             Some(n) => (LinkLayer::Ethernet, n.link().up),
             None => (LinkLayer::InfiniBand, true),
@@ -178,9 +175,12 @@ impl<T: Verbs> Devices<T> {
                 return Err(e);
             }
         }
-        if let Some(ib) = NonNull::new(raw) {
-            // Cannot fail: room was reserved above.
-            let _ = self.list.devices.lock().push(Listed(ib), GFP_NOWAIT);
+        // Listed before it is registered: once registered, anyone may
+        // unregister it, and `dealloc_driver` unlists it.
+        if let Err(e) = self.list.devices.lock().push(Listed(ib), GFP_KERNEL) {
+            // SAFETY: never registered; `dealloc_driver` drops the data.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e.into());
         }
 
         // SAFETY: the device is fully set up; the name is NUL-terminated.
