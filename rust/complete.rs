@@ -9,6 +9,7 @@ use crate::{
     ib::{CqRef, QpState, Wc, WcStatus},
     net::Net,
     qp::QpUse,
+    retry::Refusal,
 };
 
 /// What a step leaves to do once it holds no lock: events to deliver, and
@@ -18,9 +19,8 @@ use crate::{
 pub(crate) struct After {
     events: [Option<CqEvent>; 2],
     kick: Option<QpUse>,
-    /// The responder had no receive for the request: its RNR timer, in the
-    /// IB encoding (`min_rnr_timer`).
-    pub(crate) rnr_nak: Option<u8>,
+    /// The responder did not take the request: it is to be retried.
+    pub(crate) refusal: Option<Refusal>,
 }
 
 impl After {

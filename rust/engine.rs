@@ -11,6 +11,7 @@ use crate::{
     ib::{QpState, Wc, WcOpcode, WcStatus},
     net::Net,
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
+    retry::{self, Plan, Refusal},
     srq::SrqShared,
     transport,
 };
@@ -136,48 +137,34 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
         return Next::Defer;
     }
     let did = transport::send(net, qp, &head, ctx.may_sleep, after);
-    let Some(timer) = after.rnr_nak.take() else {
+    let Some(refusal) = after.refusal.take() else {
         return more(did);
     };
-    // An RNR NAK: retry after the responder's RNR timer, as often as
-    // `rnr_retry` allows, then fail. A receive posted meanwhile runs the
-    // QP again anyway. Only the worker sleeps.
-    if qp.inner.lock().rnr_naks >= head.retries() {
-        more(transport::rnr_retry_exceeded(net, qp, &head, after))
-    } else if ctx.worker {
-        rnr_wait(qp, timer)
-    } else {
-        Next::Defer
+    let plan = qp.inner.lock().retries.plan(&head.budget(), refusal);
+    match plan {
+        Plan::Fail(status) => more(transport::retries_exceeded(net, qp, &head, status, after)),
+        Plan::Wait(us) if ctx.worker => {
+            retry_wait(qp, refusal, us);
+            Next::More
+        }
+        Plan::Wait(_) => Next::Defer,
+        Plan::Never => Next::Idle,
     }
 }
 
-/// The worker waits out the RNR timer `timer` (IB encoding) once for the
-/// head WQE of `qp`.
-fn rnr_wait(qp: &QpUse, timer: u8) -> Next {
-    {
-        let mut inner = qp.inner.lock();
-        inner.rnr_naks = inner.rnr_naks.saturating_add(1);
-    }
-    let mut left = RNR_TIMER_US[usize::from(timer & 31)];
-    // New work (the receive, posted) or a destroy ends the wait early.
-    while left > 0 && !qp.is_closing() && !qp.pending.load(Ordering::SeqCst) {
-        let now = left.min(RNR_SLEEP_US);
-        crate::ib::sleep_us(now);
-        left -= now;
-    }
-    Next::More
+/// The worker waits `us` microseconds (or the rest of a wait begun before)
+/// before the head WQE of `qp`, which met `refusal`, is tried again. A
+/// kick (a receive posted, the responder ready, a modify) or a destroy
+/// ends the wait early.
+fn retry_wait(qp: &QpUse, refusal: Refusal, us: u64) {
+    let left = qp.inner.lock().retries.begin(us);
+    // The kick is taken here: the step that follows is the look it asked
+    // for, and a kick left set would end every later wait at once.
+    let left = retry::sleep(left, || {
+        qp.is_closing() || qp.pending.swap(false, Ordering::SeqCst)
+    });
+    qp.inner.lock().retries.end(refusal, left);
 }
-
-/// The RNR timer of the IB encoding (`min_rnr_timer`), in microseconds.
-const RNR_TIMER_US: [u32; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1_280, 1_920, 2_560, 3_840,
-    5_120, 7_680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
-    245_760, 327_680, 491_520,
-];
-
-/// The longest single sleep of an RNR wait: neither a destroy nor a posted
-/// receive waits longer for the worker.
-const RNR_SLEEP_US: u32 = 10_000;
 
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends
 /// first. Receives a sender has taken are completed by that sender first.

@@ -19,6 +19,7 @@ use crate::{
         QpState, QpType,
     },
     new_irq_spinlock,
+    retry::Retries,
     srq::SrqShared,
     wq::WorkQueue,
 };
@@ -75,8 +76,8 @@ pub(crate) struct QpInner {
     /// Bumped whenever `sq` is emptied without completions (RESET), so
     /// that a sender finishing the old head knows it is gone.
     pub(crate) sq_epoch: u32,
-    /// RNR NAKs the head send WQE has met (see [`crate::engine`]).
-    pub(crate) rnr_naks: u8,
+    /// What the head send WQE has spent of its retries.
+    pub(crate) retries: Retries,
 }
 
 /// A queue pair.
@@ -177,7 +178,7 @@ impl QpShared {
             rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge, 0)?,
             rq_busy: 0,
             sq_epoch: 0,
-            rnr_naks: 0,
+            retries: Retries::default(),
         };
         let srq = attr.srq.map(|srq| srq.shared.clone());
         Arc::pin_init(
@@ -258,7 +259,7 @@ impl QpInner {
                 while self.sq.pop().is_some() {}
                 while self.rq.pop().is_some() {}
                 self.sq_epoch = self.sq_epoch.wrapping_add(1);
-                self.rnr_naks = 0;
+                self.retries = Retries::default();
             }
             if next != QpState::Error {
                 self.state = next;

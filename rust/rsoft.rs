@@ -27,6 +27,7 @@ mod params;
 mod payload;
 mod qp;
 mod quota;
+mod retry;
 // Also the host crate tools/ring-test, where its items must be public.
 #[allow(unreachable_pub)]
 mod ring;

@@ -20,6 +20,7 @@ use crate::{
     net::{Link, Net},
     payload::Payload,
     qp::{QpInner, QpShared, QpUse, Qpn},
+    retry::{Budget, Refusal, Retries},
     wq::Wqe,
 };
 use kernel::prelude::*;
@@ -43,9 +44,13 @@ impl Head {
         self.data.len()
     }
 
-    /// How many RNR NAKs it may meet before it fails (`rnr_retry`).
-    pub(crate) fn retries(&self) -> u8 {
-        self.attr.rnr_retry
+    /// How often it may be retried, and after how long.
+    pub(crate) fn budget(&self) -> Budget {
+        Budget {
+            rnr_retry: self.attr.rnr_retry,
+            retry_cnt: self.attr.retry_cnt,
+            timeout: self.attr.timeout,
+        }
     }
 
     pub(crate) fn of(inner: &QpInner) -> Option<Self> {
@@ -143,8 +148,10 @@ enum Verdict {
     /// Receiver not ready; retry when it posts a receive.
     Wait,
     /// Receiver not ready: an RNR NAK with the responder's RNR timer; the
-    /// requester retries after it, as many times as its `rnr_retry` says.
+    /// requester retries (see [`crate::retry`]).
     RnrNak(u8),
+    /// The responder drops it without a word.
+    Unanswered,
     /// UC: the responder cannot take it and nobody is told; the send
     /// completes as sent.
     Dropped,
@@ -180,17 +187,13 @@ fn judge(
 ) -> (Option<Recv>, Verdict) {
     let uc = qp.qp_type == QpType::Uc;
     let mut d = dest.inner.lock();
-    // An RC responder answers only its connected peer.
+    // A responder answers only its connected peer, and only when ready;
+    // other packets it drops without a word.
     if d.attr.dest_qpn != qp.qpn.num()
         || !net.is_reached_by(&d.attr.av)
         || !matches!(d.state, QpState::Rtr | QpState::Rts)
     {
-        let verdict = if uc {
-            Verdict::Dropped
-        } else {
-            Verdict::SenderError(WcStatus::RetryExceeded)
-        };
-        return (None, verdict);
+        return (None, Verdict::Unanswered);
     }
     let rights = d.attr.access_flags;
     let reject = |status| {
@@ -284,6 +287,18 @@ fn judge(
     (recv, verdict)
 }
 
+/// Nobody answers the request `head`: RC tries again until its retries
+/// run out; UC, which expects no answer, never knows.
+fn unanswered(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool {
+    match qp.qp_type {
+        QpType::Uc => finish_send(net, qp, head, WcStatus::Success, 0, after),
+        _ => {
+            after.refusal = Some(Refusal::Silence);
+            false
+        }
+    }
+}
+
 /// The status a completion of the head WQE gets when its execution failed
 /// after the checks (an MR deregistered meanwhile, the QP destroyed).
 fn status_of(moved: Result) -> WcStatus {
@@ -310,20 +325,16 @@ fn send_connected(net: &Net, qp: &QpUse, head: &Head, may_sleep: bool, after: &m
     };
     let a = &head.attr;
     let Some(dest) = net.peer(&a.av, Qpn::of(a.dest_qpn)) else {
-        // Nobody answers: the requester's retries run out; UC never knows.
-        let status = match qp.qp_type {
-            QpType::Uc => WcStatus::Success,
-            _ => WcStatus::RetryExceeded,
-        };
-        return finish_send(net, qp, head, status, 0, after);
+        return unanswered(net, qp, head, after);
     };
     let (recv, verdict) = judge(net, qp, &dest, head, len);
     match verdict {
         Verdict::Wait => false,
         Verdict::RnrNak(timer) => {
-            after.rnr_nak = Some(timer);
+            after.refusal = Some(Refusal::Rnr(timer));
             false
         }
+        Verdict::Unanswered => unanswered(net, qp, head, after),
         Verdict::Dropped => finish_send(net, qp, head, WcStatus::Success, 0, after),
         Verdict::SenderError(status) => finish_send(net, qp, head, status, 0, after),
         Verdict::BothError { sender, receiver } => {
@@ -477,7 +488,7 @@ fn finish_send(
         let mut inner = qp.inner.lock();
         // A RESET meanwhile discarded it, without a completion.
         let popped = if inner.sq_epoch == head.epoch {
-            inner.rnr_naks = 0;
+            inner.retries = Retries::default();
             inner.sq.pop()
         } else {
             None
@@ -506,10 +517,16 @@ fn finish_send(
     complete::complete(net, qp, qp.send_cq(), wc, false, after) || more
 }
 
-/// The head WQE of `qp` met one RNR NAK more than its `rnr_retry` allows:
-/// it completes in error.
-pub(crate) fn rnr_retry_exceeded(net: &Net, qp: &QpUse, head: &Head, after: &mut After) -> bool {
-    finish_send(net, qp, head, WcStatus::RnrRetryExceeded, 0, after)
+/// The head WQE of `qp` was refused more often than its retries allow: it
+/// completes in error with `status`.
+pub(crate) fn retries_exceeded(
+    net: &Net,
+    qp: &QpUse,
+    head: &Head,
+    status: WcStatus,
+    after: &mut After,
+) -> bool {
+    finish_send(net, qp, head, status, 0, after)
 }
 
 /// UD: delivers the datagram `head` if it reaches a ready receive, and

@@ -8,6 +8,8 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "rsoft.h"
 
@@ -24,11 +26,13 @@ struct loopback {
 
 /*
  * Moves @qp through INIT, RTR and RTS towards @dest_qpn on @lid, granting
- * its peer @access (qp_access_flags).
+ * its peer @access (qp_access_flags). An RC request nobody answers fails
+ * after (@retry_cnt + 1) local ACK timeouts of 4.096 us << @timeout.
  */
-static inline int rsoft_connect_access(struct ibv_qp *qp, uint16_t lid,
-				       uint32_t dest_qpn, uint8_t rnr_retry,
-				       int access)
+static inline int rsoft_connect_retry(struct ibv_qp *qp, uint16_t lid,
+				      uint32_t dest_qpn, uint8_t rnr_retry,
+				      int access, uint8_t timeout,
+				      uint8_t retry_cnt)
 {
 	int uc = qp->qp_type == IBV_QPT_UC;
 	struct ibv_qp_attr attr = {
@@ -56,14 +60,22 @@ static inline int rsoft_connect_access(struct ibv_qp *qp, uint16_t lid,
 		return -1;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
-	attr.retry_cnt = 7;
+	attr.timeout = timeout;
+	attr.retry_cnt = retry_cnt;
 	attr.rnr_retry = rnr_retry;
 	attr.sq_psn = 0;
 	attr.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | (uc ? 0 :
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+}
+
+/* 14 and 7: about half a second until an unanswered request fails. */
+static inline int rsoft_connect_access(struct ibv_qp *qp, uint16_t lid,
+				       uint32_t dest_qpn, uint8_t rnr_retry,
+				       int access)
+{
+	return rsoft_connect_retry(qp, lid, dest_qpn, rnr_retry, access, 14, 7);
 }
 
 static inline int rsoft_connect_rnr(struct ibv_qp *qp, uint16_t lid,
@@ -210,6 +222,30 @@ static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
 	if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init))
 		return -1;
 	return attr.qp_state;
+}
+
+/* CLOCK_MONOTONIC in seconds. */
+static inline double mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Polls @cq for one completion for up to @secs seconds: for completions
+ * that come after a wait in the driver (retries). Returns what the last
+ * ibv_poll_cq returned.
+ */
+static inline int poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, double secs)
+{
+	double end = mono_now() + secs;
+	int n;
+
+	while (!(n = ibv_poll_cq(cq, 1, wc)) && mono_now() < end)
+		usleep(1000);
+	return n;
 }
 
 #endif /* RSOFT_LOOPBACK_H */

@@ -32,7 +32,7 @@ TEST(qps_talk_only_within_their_device)
 	ASSERT_EQ(0, rsoft_connect(lb0.a, port1.lid, lb1.b->qp_num));
 	ASSERT_EQ(0, post_recv(&lb1, lb1.b, 1, 2048, 64));
 	ASSERT_EQ(0, post_send(&lb0, lb0.a, 2, 0, 64));
-	ASSERT_EQ(1, ibv_poll_cq(lb0.scq, 1, &wc));
+	ASSERT_EQ(1, poll_wait(lb0.scq, &wc, 30));
 	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
 	EXPECT_EQ(0, ibv_poll_cq(lb1.rcq, 1, &wc));
 

@@ -28,9 +28,8 @@ wait $server
 server_rc=$?
 # The tools decide to send from completed sends, so one side may still have
 # a send in flight when the other, done with all its iterations, destroys
-# its QPs. Hardware and rxe fail that send only after the retry timer, when
-# the first side has finished too; rsoft has no retry timer yet and fails
-# it at once.
+# its QPs: nobody answers that send, and it fails once its retries run out,
+# as it would on any RC device.
 first_done() { # FINISHED OTHER: FINISHED is done, OTHER's last send failed
 	grep -q 'iters in' "$dir/$1" &&
 		grep -q 'transport retry counter exceeded' "$dir/$2"
@@ -44,7 +43,7 @@ if ((client_rc == 0 && server_rc == 0)); then
 	# ibv_*_pingpong's rate, or perftest's header and result row.
 	grep -h -e 'iters in' -A1 -e '^ *#bytes' "$dir/client" | grep -v '^--' | sed 's/^/# /'
 elif end_race; then
-	echo "ok - $name # SKIP one side finished first; rsoft failed the other's last send at once (no retry timer yet)"
+	echo "ok - $name # SKIP one side finished first; the other's last send found no QP and ran out of retries"
 else
 	echo "not ok - $name (client $client_rc, server $server_rc)"
 	sed 's/^/# client: /' "$dir/client"

@@ -327,11 +327,89 @@ TEST_F(qp, error_state_flushes)
 		EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[i].status);
 		EXPECT_EQ(lb->b->qp_num, wc[i].qp_num);
 	}
-	/* The peer no longer answers: a's send fails and a goes to ERR. */
+	/*
+	 * The peer no longer answers: once a's retries run out (8 timeouts
+	 * of 67 ms), its send fails and a goes to ERR.
+	 */
 	ASSERT_EQ(0, post_send(lb, lb->a, 50, 0, 8));
-	ASSERT_EQ(1, ibv_poll_cq(lb->scq, 8, wc));
+	ASSERT_EQ(1, poll_wait(lb->scq, wc, 30));
 	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc[0].status);
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+}
+
+/*
+ * A request nobody answers (no port has LID 99) is sent (retry_cnt + 1)
+ * times, each after a local ACK timeout, then fails with RETRY_EXC_ERR;
+ * what was queued behind it is flushed.
+ */
+TEST_F(qp, unanswered_request_times_out)
+{
+	struct loopback *lb = &self->lb;
+	/* 4.096 us << 16: 268 ms; three tries. */
+	int timeout_ms = 268;
+	double t0;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 99, lb->b->qp_num, 7, 0, 16, 2));
+	t0 = mono_now();
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 8));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 60));
+	EXPECT_LE(3 * timeout_ms, (int)(1000 * (mono_now() - t0)));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 30));
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
+}
+
+/*
+ * A retry reaches a responder that became ready meanwhile: the send
+ * completes as if it had been answered the first time.
+ */
+TEST_F(qp, retry_reaches_late_responder)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	/* Retries of a second each: time enough to connect b. */
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 1, lb->b->qp_num, 7, 0, 18, 7));
+	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_RESET));
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	usleep(100 * 1000);
+	EXPECT_EQ(0, ibv_poll_cq(lb->scq, 1, &wc));
+	ASSERT_EQ(0, rsoft_connect(lb->b, 1, lb->a->qp_num));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 2, 4096, 64));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 30));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_wait(lb->rcq, &wc, 30));
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+}
+
+/*
+ * A local ACK timeout of 0 is infinite: an unanswered request waits until
+ * the QP is moved to ERR, which flushes it.
+ */
+TEST_F(qp, timeout_zero_waits_forever)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 99, lb->b->qp_num, 7, 0, 0, 0));
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	usleep(300 * 1000);
+	EXPECT_EQ(0, ibv_poll_cq(lb->scq, 1, &wc));
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(lb->a));
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_ERR));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 30));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
 }
 
 /* A receive buffer too small: receiver LOC_LEN_ERR, sender REM_INV_REQ_ERR. */

@@ -3,7 +3,8 @@
 # roce.sh TYPE: RoCEv2 links of link type TYPE (rsoft or rxe) in the guest,
 # driven by unmodified rdma-core users: rdma link, ibv_devinfo, async
 # events on carrier changes, rdmacm-utils, perftest over rdma_cm, the stock
-# pingpongs on the IPv4 RoCEv2 GID, librpma, libfabric's verbs provider,
+# pingpongs on the IPv4 RoCEv2 GID, a GID nobody holds (our own test),
+# librpma, libfabric's verbs provider,
 # pyverbs' rdma_cm tests, NVMe over RDMA (nvme-rdma.sh), and link deletion
 # under live users. One TAP line per check, like run-guest.sh.
 #
@@ -290,6 +291,9 @@ pp "ibv_rc_pingpong -g $gidx -s 4096 -n 200 -c ($dev)" "$dev" "$gidx" ibv_rc_pin
 pp "ibv_rc_pingpong -g $gidx -s 65536 -n 50 -c -e ($dev)" "$dev" "$gidx" ibv_rc_pingpong -s 65536 -n 50 -c -e
 pp "ibv_rc_pingpong -g $dgidx -s 4096 -n 200 -c ($ddev)" "$ddev" "$dgidx" ibv_rc_pingpong -s 4096 -n 200 -c
 pp "ibv_ud_pingpong -g $gidx -s 512 -n 200 -c ($dev)" "$dev" "$gidx" ibv_ud_pingpong -s 512 -n 200 -c
+
+# --- a GID nobody holds: RC retries run out, UD is dropped
+ROCE_DEV=$dev timeout $T "$bin/roce/unreachable"
 
 # --- librpma: read, write, send, send/write with immediate, all verified
 rpma_ok() {

@@ -20,7 +20,7 @@
 #include <sched.h>
 
 #include "fuzz.h"
-#include "../rsoft.h"
+#include "../loopback.h"
 
 #define MAX_LANES	16
 #define TRACE		24
@@ -84,16 +84,6 @@ static struct lane *lane_of(uint32_t qpn, int *b, struct ibv_qp **qp)
 }
 
 static int poll_and_check(struct ibv_cq *cq, int max);
-
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr;
-	struct ibv_qp_init_attr init;
-
-	if (ibv_query_qp(qp, &attr, IBV_QP_STATE, &init))
-		return -1;
-	return attr.qp_state;
-}
 
 /*
  * Polls up to @max completions of @cq and checks each against its lane.
@@ -424,6 +414,31 @@ static int quiesce(struct lane *l, struct rng *r);
 static int check_events(struct lane *l);
 
 /*
+ * The model may put a in ERR before the driver does: an RC request to an
+ * errored b fails when a's retries run out, some time after the op that
+ * decided it. Until then a's own ERR would flush the request, a dead key
+ * fail it, and its completion and CQ_ERR are not there yet: ops that would
+ * see the difference wait for a to get there first.
+ */
+static int settle(struct lane *l)
+{
+	double end = mono_now() + 20;
+
+	if (!l->a_err || l->a_settled)
+		return 0;
+	while (qp_state(l->a) != IBV_QPS_ERR) {
+		if (mono_now() > end) {
+			violation("lane %d: a not in ERR 20 s after the model put it there",
+				  l->id);
+			return -1;
+		}
+		usleep(100);
+	}
+	l->a_settled = 1;
+	return 0;
+}
+
+/*
  * Events come in the system call that causes them: after a post, those
  * of a lane that expects any (an SRQ, a tiny CQ); the others' when quiet.
  */
@@ -597,15 +612,44 @@ static int lane_reset(struct lane *l)
  * SRQ limit the model saw reached, a LAST_WQE_REACHED each time b or c
  * entered ERR; the SRQ's limit reads back as armed, 0 once reached.
  */
+/*
+ * How the lane's events compare with the model's count: -1 one is short
+ * (it may still be on its way), 1 one is over, 0 all are there.
+ */
+static int events_vs_model(struct lane *l)
+{
+	int got[] = {
+		__atomic_load_n(&l->ca.errs, __ATOMIC_SEQ_CST),
+		__atomic_load_n(&l->cb.errs, __ATOMIC_SEQ_CST),
+		__atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST),
+		__atomic_load_n(&l->last_wqes, __ATOMIC_SEQ_CST),
+	};
+	int due[] = { l->ca.overrun, l->cb.overrun, l->limit_due, l->last_wqe_due };
+	int short_one = 0;
+
+	for (unsigned int i = 0; i < ARRAY_SIZE(got); i++) {
+		if (got[i] > due[i])
+			return 1;
+		short_one |= got[i] < due[i];
+	}
+	return -short_one;
+}
+
 static int check_events(struct lane *l)
 {
 	struct ibv_srq_attr attr;
+	double end = mono_now() + 5;
+	int vs;
 
+	/* An event is dispatched just after the state change it follows. */
+	if (settle(l))
+		return -1;
 	async_events(l->ctx);
-	if (__atomic_load_n(&l->ca.errs, __ATOMIC_SEQ_CST) != l->ca.overrun ||
-	    __atomic_load_n(&l->cb.errs, __ATOMIC_SEQ_CST) != l->cb.overrun ||
-	    __atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST) != l->limit_due ||
-	    __atomic_load_n(&l->last_wqes, __ATOMIC_SEQ_CST) != l->last_wqe_due) {
+	while ((vs = events_vs_model(l)) < 0 && mono_now() < end) {
+		usleep(1000);
+		async_events(l->ctx);
+	}
+	if (vs) {
 		violation("lane %d: %d+%d CQ_ERR, %d SRQ_LIMIT_REACHED and %d LAST_WQE_REACHED events, model says %d+%d, %d and %d",
 			  l->id, l->ca.errs, l->cb.errs, l->limit_events,
 			  l->last_wqes, l->ca.overrun, l->cb.overrun,
@@ -717,6 +761,9 @@ static int op_error(struct lane *l, struct rng *r)
 	int b = below(r, l->c ? 3 : 2), ret;
 	struct ibv_qp *qp = b == 2 ? l->c : b ? l->b : l->a;
 
+	if (settle(l))
+		return -1;
+
 	note(l, "modify %c to ERR", 'a' + b);
 	pthread_mutex_lock(&l->lock);
 	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
@@ -757,6 +804,8 @@ static int op_rereg(struct lane *l, struct rng *r)
 	struct mem *m = b ? &l->bm : &l->am;
 	int access = IBV_ACCESS_LOCAL_WRITE | (b ? l->brights : 0);
 
+	if (settle(l))
+		return -1;
 	note(l, "dereg and reg %c's MR", b ? 'b' : 'a');
 	pthread_mutex_lock(&l->lock);
 	if (ibv_dereg_mr(*mr))
@@ -860,6 +909,8 @@ static int op_resize(struct lane *l, struct rng *r)
 	note(l, "resize CQs to %d", cqe);
 	if (l->shared_cqs)
 		return 0;
+	if (settle(l))
+		return -1;
 	return resize(l, l->acq, &l->ca, &l->ea, cqe, r) ||
 	       resize(l, l->bcq, &l->cb, &l->eb, cqe, r);
 }

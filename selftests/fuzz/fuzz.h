@@ -105,6 +105,7 @@ struct lane {
 	struct mwr rq[DEPTH];		/* b's (or the SRQ's) receives not consumed */
 	int rq_head, rq_len;
 	int a_err, b_err, c_err;	/* the model's QP states */
+	int a_settled;		/* a found in ERR since a_err */
 	struct cqm ca, cb;		/* acq's and bcq's */
 	int srq_limit;			/* the model's armed SRQ limit */
 	int limit_due, limit_events;	/* SRQ_LIMIT_REACHED expected, seen */

@@ -77,16 +77,24 @@ static int ud_ready(struct ibv_qp *qp, uint32_t qkey)
  * the second destination of a, on RC and UC towards a, which sends it
  * nothing.
  */
+#ifndef TIMEOUT
+#define TIMEOUT 8
+#endif
+
 int lane_connect(struct lane *l)
 {
 	l->a_err = 0;
+	l->a_settled = 0;
 	l->b_err = 0;
 	l->c_err = 0;
 	if (l->type == IBV_QPT_UD)
 		return ud_ready(l->a, l->qkey_a) || ud_ready(l->b, l->qkey_b) ||
 		       (l->c && ud_ready(l->c, l->qkey_b));
-	/* rnr_retry 7: a send waits for its receive, as the model says. */
-	return rsoft_connect_access(l->a, l->lid, l->b->qp_num, 7, 0) ||
+	/*
+	 * rnr_retry 7: a send waits for its receive, as the model says. A
+	 * send to an errored b fails after four timeouts of 1 ms.
+	 */
+	return rsoft_connect_retry(l->a, l->lid, l->b->qp_num, 7, 0, TIMEOUT, 3) ||
 	       rsoft_connect_access(l->b, l->lid, l->a->qp_num, 7, l->qp_rights) ||
 	       (l->c && rsoft_connect_access(l->c, l->lid, l->a->qp_num, 7, 0));
 }
