@@ -9,7 +9,7 @@
 use crate::{
     complete::{self, After},
     ib::{QpState, Wc, WcOpcode, WcStatus},
-    net::Net,
+    net::{Link, Net},
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
     retry::{self, Plan, Refusal},
     srq::SrqShared,
@@ -103,13 +103,35 @@ pub(crate) fn kick_peer(net: &Net, qp: &QpShared, ctx: Ctx) {
     }
 }
 
-/// Runs every QP that sends to a QP taking its receives from `srq`: one of
-/// them found the SRQ empty and waits for a post.
+/// Runs every QP that sends to a QP taking its receives from `srq`, which
+/// is on `net`: one of them found the SRQ empty and waits for a post. On
+/// RoCE that sender may be on any port of the host.
 pub(crate) fn resume_senders_of(net: &Net, srq: &Arc<SrqShared>, ctx: Ctx) {
+    match net.link {
+        Link::Ib { .. } => resume_senders_on(net, srq, ctx),
+        Link::Roce => net
+            .fabric
+            .for_each_port(|port| resume_senders_on(port, srq, ctx)),
+    }
+}
+
+/// Runs the QPs of `net` that send to a QP taking its receives from `srq`.
+/// Each destination is looked up with no lock of `net` held, as any
+/// request's is.
+fn resume_senders_on(net: &Net, srq: &Arc<SrqShared>, ctx: Ctx) {
     let mut from = Qpn::from_slot(0);
-    while let Some(qp) = net.next_sender_to(srq, from) {
-        kick(net, &qp, ctx);
+    while let Some(qp) = net.next_sending(from) {
         from = Qpn::from_slot(qp.qpn.slot() + 1);
+        let (av, dest) = {
+            let inner = qp.inner.lock();
+            (inner.attr.av, Qpn::of(inner.attr.dest_qpn))
+        };
+        let to_srq = net
+            .peer(&av, dest)
+            .is_some_and(|d| d.srq.as_ref().is_some_and(|s| Arc::ptr_eq(s, srq)));
+        if to_srq {
+            kick(net, &qp, ctx);
+        }
     }
 }
 
@@ -144,7 +166,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
     match plan {
         Plan::Fail(status) => more(transport::retries_exceeded(net, qp, &head, status, after)),
         Plan::Wait(us) if ctx.worker => {
-            retry_wait(qp, refusal, us);
+            retry_wait(qp, &head, refusal, us);
             Next::More
         }
         Plan::Wait(_) => Next::Defer,
@@ -153,17 +175,21 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
 }
 
 /// The worker waits `us` microseconds (or the rest of a wait begun before)
-/// before the head WQE of `qp`, which met `refusal`, is tried again. A
-/// kick (a receive posted, the responder ready, a modify) or a destroy
-/// ends the wait early.
-fn retry_wait(qp: &QpUse, refusal: Refusal, us: u64) {
+/// before `head`, the head WQE of `qp`, which met `refusal`, is tried
+/// again. A kick (a receive posted, the responder ready, a modify) or a
+/// destroy ends the wait early.
+fn retry_wait(qp: &QpUse, head: &transport::Head, refusal: Refusal, us: u64) {
     let left = qp.inner.lock().retries.begin(us);
     // The kick is taken here: the step that follows is the look it asked
     // for, and a kick left set would end every later wait at once.
     let left = retry::sleep(left, || {
         qp.is_closing() || qp.pending.swap(false, Ordering::SeqCst)
     });
-    qp.inner.lock().retries.end(refusal, left);
+    let mut inner = qp.inner.lock();
+    // A RESET meanwhile started the retries of whatever comes next afresh.
+    if head.is_queued(&inner) {
+        inner.retries.end(refusal, left);
+    }
 }
 
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends

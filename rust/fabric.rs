@@ -64,6 +64,22 @@ impl<P: Port> Fabric<P> {
         }
     }
 
+    /// Calls `f` on every port, with no lock held. A port attached
+    /// meanwhile may be missed and one detached may still be seen, but no
+    /// port that stays is skipped: the list is walked from its end, and a
+    /// detach moves only the last port, into a place not walked yet or
+    /// walked already by the port itself.
+    pub(crate) fn for_each_port(&self, mut f: impl FnMut(&P)) {
+        let mut i = self.ports.lock().len();
+        while i > 0 {
+            i -= 1;
+            let port = self.ports.lock().get(i).cloned();
+            if let Some(port) = port {
+                f(&port);
+            }
+        }
+    }
+
     /// The port a packet to `gid` goes to. This is where a wire to other
     /// hosts will take what no local port answers; until then such a
     /// packet is lost.

@@ -21,7 +21,6 @@ use crate::{
     mr::Mrs,
     new_irq_spinlock,
     qp::{QpShared, QpUse, Qpn},
-    srq::SrqShared,
     table::Table,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -209,26 +208,13 @@ impl Net {
         }
     }
 
-    /// The first QP from number `from` on that has sends queued towards a
-    /// QP whose receives come from `srq`.
-    pub(crate) fn next_sender_to(&self, srq: &Arc<SrqShared>, from: Qpn) -> Option<QpUse> {
+    /// The first QP from number `from` on that has sends queued.
+    pub(crate) fn next_sending(&self, from: Qpn) -> Option<QpUse> {
         let qps = self.qps.lock();
-        let sends_to_srq = |qp: &Arc<QpShared>| {
-            let dest = {
-                let inner = qp.inner.lock();
-                if inner.sq.is_empty() {
-                    return false;
-                }
-                inner.attr.dest_qpn
-            };
-            let dest = qps.get(Qpn::of(dest).slot()).and_then(|d| d.as_ref());
-            dest.and_then(|d| d.srq.as_ref())
-                .is_some_and(|s| Arc::ptr_eq(s, srq))
-        };
         let found = qps
             .iter_from(from.slot())
             .filter_map(|(_, qp)| qp.as_ref())
-            .find(|qp| sends_to_srq(qp))
+            .find(|qp| !qp.inner.lock().sq.is_empty())
             .and_then(|qp| qp.enter());
         found
     }

@@ -53,6 +53,12 @@ impl Head {
         }
     }
 
+    /// Whether it is still on the queue whose lock `inner` is: a RESET
+    /// since it was copied discarded it.
+    pub(crate) fn is_queued(&self, inner: &QpInner) -> bool {
+        inner.sq_epoch == self.epoch
+    }
+
     pub(crate) fn of(inner: &QpInner) -> Option<Self> {
         let (wqe, sges) = inner.sq.front()?;
         Some(Self {
@@ -487,7 +493,7 @@ fn finish_send(
     let (popped, more) = {
         let mut inner = qp.inner.lock();
         // A RESET meanwhile discarded it, without a completion.
-        let popped = if inner.sq_epoch == head.epoch {
+        let popped = if head.is_queued(&inner) {
             inner.retries = Retries::default();
             inner.sq.pop()
         } else {

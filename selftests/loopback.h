@@ -24,21 +24,27 @@ struct loopback {
 	size_t len;
 };
 
-/*
- * Moves @qp through INIT, RTR and RTS towards @dest_qpn on @lid, granting
- * its peer @access (qp_access_flags). An RC request nobody answers fails
- * after (@retry_cnt + 1) local ACK timeouts of 4.096 us << @timeout.
- */
-static inline int rsoft_connect_retry(struct ibv_qp *qp, uint16_t lid,
-				      uint32_t dest_qpn, uint8_t rnr_retry,
-				      int access, uint8_t timeout,
-				      uint8_t retry_cnt)
+/* Where and how an RC or UC QP connects (rc_connect). */
+struct rc_path {
+	struct ibv_ah_attr av;	/* the peer's port: a LID, or a GID on RoCE */
+	enum ibv_mtu mtu;
+	uint32_t dest_qpn;
+	int access;		/* what the peer may do here (qp_access_flags) */
+	uint8_t rnr_retry;
+	/* An RC request nobody answers fails after (retry_cnt + 1) local
+	 * ACK timeouts of 4.096 us << timeout.
+	 */
+	uint8_t timeout, retry_cnt;
+};
+
+/* Moves @qp (in RESET) through INIT, RTR and RTS along @p. */
+static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 {
 	int uc = qp->qp_type == IBV_QPT_UC;
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT,
 		.port_num = 1,
-		.qp_access_flags = access,
+		.qp_access_flags = p->access,
 	};
 
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
@@ -46,13 +52,12 @@ static inline int rsoft_connect_retry(struct ibv_qp *qp, uint16_t lid,
 		return -1;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
-	attr.path_mtu = IBV_MTU_4096;
-	attr.dest_qp_num = dest_qpn;
+	attr.path_mtu = p->mtu;
+	attr.dest_qp_num = p->dest_qpn;
 	attr.rq_psn = 0;
 	attr.max_dest_rd_atomic = 1;
 	attr.min_rnr_timer = 12;
-	attr.ah_attr.dlid = lid;
-	attr.ah_attr.port_num = 1;
+	attr.ah_attr = p->av;
 	/* UC has no responder resources, no retries, no acknowledgements. */
 	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | (uc ? 0 :
@@ -60,15 +65,50 @@ static inline int rsoft_connect_retry(struct ibv_qp *qp, uint16_t lid,
 		return -1;
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = timeout;
-	attr.retry_cnt = retry_cnt;
-	attr.rnr_retry = rnr_retry;
+	attr.timeout = p->timeout;
+	attr.retry_cnt = p->retry_cnt;
+	attr.rnr_retry = p->rnr_retry;
 	attr.sq_psn = 0;
 	attr.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | (uc ? 0 :
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
 }
+
+/* rc_connect towards @dest_qpn on @lid of an InfiniBand port. */
+static inline int rsoft_connect_retry(struct ibv_qp *qp, uint16_t lid,
+				      uint32_t dest_qpn, uint8_t rnr_retry,
+				      int access, uint8_t timeout,
+				      uint8_t retry_cnt)
+{
+	struct rc_path p = {
+		.av = { .dlid = lid, .port_num = 1 },
+		.mtu = IBV_MTU_4096, .dest_qpn = dest_qpn, .access = access,
+		.rnr_retry = rnr_retry, .timeout = timeout,
+		.retry_cnt = retry_cnt,
+	};
+
+	return rc_connect(qp, &p);
+}
+
+/* Moves a UD QP (in RESET) to RTS with Q_Key @qkey. */
+static inline int ud_ready(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
+	};
+
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_QKEY))
+		return -1;
+	attr.qp_state = IBV_QPS_RTR;
+	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
+		return -1;
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = 0;
+	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
 
 /* 14 and 7: about half a second until an unanswered request fails. */
 static inline int rsoft_connect_access(struct ibv_qp *qp, uint16_t lid,

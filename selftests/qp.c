@@ -337,6 +337,15 @@ TEST_F(qp, error_state_flushes)
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
 }
 
+/* Connects a again, to b's QPN at @lid, with the retries given. */
+static int reconnect_a(struct loopback *lb, uint16_t lid, uint8_t timeout,
+		       uint8_t retry_cnt)
+{
+	return set_qp_state(lb->a, IBV_QPS_RESET) ||
+	       rsoft_connect_retry(lb->a, lid, lb->b->qp_num, 7, 0, timeout,
+				   retry_cnt);
+}
+
 /*
  * A request nobody answers (no port has LID 99) is sent (retry_cnt + 1)
  * times, each after a local ACK timeout, then fails with RETRY_EXC_ERR;
@@ -350,8 +359,7 @@ TEST_F(qp, unanswered_request_times_out)
 	double t0;
 	struct ibv_wc wc;
 
-	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
-	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 99, lb->b->qp_num, 7, 0, 16, 2));
+	ASSERT_EQ(0, reconnect_a(lb, 99, 16, 2));
 	t0 = mono_now();
 	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
 	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 8));
@@ -375,8 +383,7 @@ TEST_F(qp, retry_reaches_late_responder)
 	struct ibv_wc wc;
 
 	/* Retries of a second each: time enough to connect b. */
-	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
-	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 1, lb->b->qp_num, 7, 0, 18, 7));
+	ASSERT_EQ(0, reconnect_a(lb, 1, 18, 7));
 	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_RESET));
 	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
 	usleep(100 * 1000);
@@ -400,8 +407,7 @@ TEST_F(qp, timeout_zero_waits_forever)
 	struct loopback *lb = &self->lb;
 	struct ibv_wc wc;
 
-	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
-	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 99, lb->b->qp_num, 7, 0, 0, 0));
+	ASSERT_EQ(0, reconnect_a(lb, 99, 0, 0));
 	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
 	usleep(300 * 1000);
 	EXPECT_EQ(0, ibv_poll_cq(lb->scq, 1, &wc));

@@ -4,8 +4,8 @@
 # GID. The core resolves a destination MAC through the IP stack before a QP
 # or AH may use a RoCE v2 GID, which it cannot do between two local
 # netdevs; a RoCE v1 link-local GID needs no IP stack, so the stock
-# pingpongs cross devices on GID index 0 (fe80::, RoCE v1) of each. Needs
-# rsoft.ko loaded and no link yet; leaves none.
+# pingpongs cross devices on GID index 0 (fe80::, RoCE v1) of each, and so
+# does roce/cross.c. Needs rsoft.ko loaded and no link yet; leaves none.
 set -u
 T=60
 work=$(mktemp -d /tmp/roce-cross.XXXXXX)
@@ -47,6 +47,9 @@ cross() {
 }
 cross "ibv_rc_pingpong -s 4096 -n 100 -c" ibv_rc_pingpong -s 4096 -n 100 -c
 cross "ibv_ud_pingpong -s 512 -n 100 -c" ibv_ud_pingpong -s 512 -n 100 -c
+
+# An RC sender waiting for the other device's SRQ is resumed by its post.
+ROCE_DEV=rsoft_x0 ROCE_DEV2=rsoft_x1 timeout -k 5 $T "$(dirname "$0")/build/roce/cross"
 
 rdma link delete rsoft_x1
 rdma link delete rsoft_x0

@@ -28,20 +28,9 @@ static struct ibv_qp *ud_qp(struct loopback *lb, struct ibv_cq *scq,
 			 .max_inline_data = max_inline },
 		.qp_type = IBV_QPT_UD,
 	};
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
-	};
 	struct ibv_qp *qp = ibv_create_qp(lb->pd, &init);
 
-	if (!qp)
-		return NULL;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY) ||
-	    set_qp_state(qp, IBV_QPS_RTR))
-		return NULL;
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN))
+	if (!qp || ud_ready(qp, qkey))
 		return NULL;
 	return qp;
 }

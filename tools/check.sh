@@ -32,7 +32,7 @@ else
 	tap ok "build: no rustc or clippy warning"
 fi
 rm -f "$build_log"
-if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selftests/*.[ch] selftests/fuzz/*.[ch] selftests/rpma/*.c selftests/roce/*.c selftests/kverbs/rsoft_kverbs.c >/dev/null; then
+if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selftests/*.[ch] selftests/fuzz/*.[ch] selftests/rpma/*.c selftests/roce/*.[ch] selftests/kverbs/rsoft_kverbs.c >/dev/null; then
 	tap ok "checkpatch: C shims and selftests"
 else
 	tap "not ok" "checkpatch: C shims and selftests"

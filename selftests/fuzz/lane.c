@@ -54,24 +54,6 @@ static struct ibv_qp *new_qp(struct lane *l, struct ibv_cq *cq,
 	return ibv_create_qp(l->pd, &init);
 }
 
-/* Moves a UD QP (in RESET) to RTS with Q_Key @qkey. */
-static int ud_ready(struct ibv_qp *qp, uint32_t qkey)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey,
-	};
-
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	attr.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
-		return -1;
-	attr.qp_state = IBV_QPS_RTS;
-	attr.sq_psn = 0;
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
 /*
  * Moves the QPs (in RESET) to RTS: a and b towards each other; c, on UD
  * the second destination of a, on RC and UC towards a, which sends it

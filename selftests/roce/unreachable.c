@@ -5,15 +5,12 @@
  * RETRY_EXC_ERR; a UD datagram is dropped, even when a local QP has the
  * destination QPN. roce.sh runs it on a RoCE link (ROCE_DEV, default
  * rsoft_eth0).
- *
- * The destination is link-local and the source GID RoCE v1: the core
- * derives the destination MAC from the GID, with no neighbour to resolve.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <arpa/inet.h>
 
-#include "../loopback.h"
+#include "roce.h"
 #include "kselftest_harness.h"
 
 /* Nobody's link-local address (an EUI-64 of a MAC no netdev has). */
@@ -30,29 +27,13 @@ FIXTURE(unreachable) {
 	int sgid;	/* a RoCE v1 link-local GID of port 1 */
 };
 
-static int roce_v1_link_local(struct ibv_context *ctx, int len)
-{
-	for (int i = 0; i < len; i++) {
-		struct ibv_gid_entry e;
-
-		if (!ibv_query_gid_ex(ctx, 1, i, &e, 0) &&
-		    e.gid_type == IBV_GID_TYPE_ROCE_V1 &&
-		    e.gid.raw[0] == 0xfe && (e.gid.raw[1] & 0xc0) == 0x80)
-			return i;
-	}
-	return -1;
-}
-
 FIXTURE_SETUP(unreachable)
 {
 	const char *dev = getenv("ROCE_DEV") ?: "rsoft_eth0";
-	struct ibv_port_attr port;
 
 	self->ctx = rsoft_open(dev);
 	ASSERT_NE(NULL, self->ctx) TH_LOG("cannot open %s", dev);
-	ASSERT_EQ(0, ibv_query_port(self->ctx, 1, &port));
-	ASSERT_EQ(IBV_LINK_LAYER_ETHERNET, port.link_layer);
-	self->sgid = roce_v1_link_local(self->ctx, port.gid_tbl_len);
+	self->sgid = roce_v1_link_local(self->ctx);
 	ASSERT_LE(0, self->sgid) TH_LOG("%s has no RoCE v1 link-local GID", dev);
 	ASSERT_EQ(1, inet_pton(AF_INET6, NOBODY, self->nobody.raw));
 	self->pd = ibv_alloc_pd(self->ctx);
@@ -76,26 +57,6 @@ FIXTURE_TEARDOWN(unreachable)
 		ibv_close_device(self->ctx);
 }
 
-static struct ibv_qp *new_qp(struct ibv_pd *pd, struct ibv_cq *cq,
-			     enum ibv_qp_type type)
-{
-	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = type,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
-	};
-
-	return ibv_create_qp(pd, &init);
-}
-
-static struct ibv_ah_attr path_to(union ibv_gid dgid, int sgid)
-{
-	return (struct ibv_ah_attr){
-		.is_global = 1, .port_num = 1,
-		.grh = { .dgid = dgid, .sgid_index = sgid, .hop_limit = 64 },
-	};
-}
-
 static int post(struct ibv_qp *qp, void *buf, uint32_t lkey, uint32_t len,
 		struct ibv_ah *ah, uint32_t qpn)
 {
@@ -111,34 +72,18 @@ static int post(struct ibv_qp *qp, void *buf, uint32_t lkey, uint32_t len,
 
 TEST_F(unreachable, rc_retries_then_fails)
 {
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-	};
 	/* 4.096 us << 14: 67 ms; three tries. */
+	struct rc_path p = {
+		.av = path_to(self->nobody, self->sgid), .mtu = IBV_MTU_1024,
+		.dest_qpn = 0x123, .rnr_retry = 7, .timeout = 14, .retry_cnt = 2,
+	};
 	int timeout_ms = 67;
 	double t0;
-	struct ibv_qp *qp = new_qp(self->pd, self->cq, IBV_QPT_RC);
+	struct ibv_qp *qp = small_qp(self->pd, self->cq, NULL, IBV_QPT_RC);
 	struct ibv_wc wc;
 
 	ASSERT_NE(NULL, qp);
-	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				   IBV_QP_PORT | IBV_QP_ACCESS_FLAGS));
-	attr = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-		.dest_qp_num = 0x123, .max_dest_rd_atomic = 1,
-		.min_rnr_timer = 12, .ah_attr = path_to(self->nobody, self->sgid),
-	};
-	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV |
-				   IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER)) TH_LOG("RTR: %m");
-	attr = (struct ibv_qp_attr){
-		.qp_state = IBV_QPS_RTS, .timeout = 14, .retry_cnt = 2,
-		.rnr_retry = 7, .max_rd_atomic = 1,
-	};
-	ASSERT_EQ(0, ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				   IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));
+	ASSERT_EQ(0, rc_connect(qp, &p)) TH_LOG("connect: %m");
 	t0 = mono_now();
 	ASSERT_EQ(0, post(qp, self->buf, self->mr->lkey, 64, NULL, 0));
 	ASSERT_EQ(1, poll_wait(self->cq, &wc, 60));
@@ -148,27 +93,11 @@ TEST_F(unreachable, rc_retries_then_fails)
 	ibv_destroy_qp(qp);
 }
 
-static int ud_ready(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr attr = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = QKEY,
-	};
-
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			  IBV_QP_PORT | IBV_QP_QKEY))
-		return -1;
-	attr.qp_state = IBV_QPS_RTR;
-	if (ibv_modify_qp(qp, &attr, IBV_QP_STATE))
-		return -1;
-	attr.qp_state = IBV_QPS_RTS;
-	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
-}
-
 TEST_F(unreachable, ud_is_dropped)
 {
 	struct ibv_ah_attr av = path_to(self->nobody, self->sgid);
-	struct ibv_qp *a = new_qp(self->pd, self->cq, IBV_QPT_UD);
-	struct ibv_qp *b = new_qp(self->pd, self->cq, IBV_QPT_UD);
+	struct ibv_qp *a = small_qp(self->pd, self->cq, NULL, IBV_QPT_UD);
+	struct ibv_qp *b = small_qp(self->pd, self->cq, NULL, IBV_QPT_UD);
 	struct ibv_ah *ah = ibv_create_ah(self->pd, &av);
 	struct ibv_sge sge = { (uintptr_t)self->buf + 1024, 1024, self->mr->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 };
@@ -178,8 +107,8 @@ TEST_F(unreachable, ud_is_dropped)
 	ASSERT_NE(NULL, a);
 	ASSERT_NE(NULL, b);
 	ASSERT_NE(NULL, ah) TH_LOG("create_ah: %m");
-	ASSERT_EQ(0, ud_ready(a));
-	ASSERT_EQ(0, ud_ready(b));
+	ASSERT_EQ(0, ud_ready(a, QKEY));
+	ASSERT_EQ(0, ud_ready(b, QKEY));
 	ASSERT_EQ(0, ibv_post_recv(b, &rwr, &bad));
 	/* b's QPN, another GID: the datagram is not b's. */
 	ASSERT_EQ(0, post(a, self->buf, self->mr->lkey, 64, ah, b->qp_num));
