@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /* C helpers for what bindgen cannot reach: macros and static inlines. */
 
-#include <linux/delay.h>
+#include <linux/sched.h>
 #include <linux/highmem.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/unaligned.h>
 #include <net/addrconf.h>
 #include <linux/scatterlist.h>
+#include <linux/timer.h>
 #include <net/netlink.h>
 #include <rdma/ib_umem.h>
 #include <rdma/rdma_netlink.h>
@@ -85,9 +86,22 @@ void rsoft_cond_resched(void)
 	cond_resched();
 }
 
-void rsoft_sleep_us(unsigned int us)
+void rsoft_timer_setup(struct timer_list *timer,
+		       void (*fn)(struct timer_list *timer))
 {
-	fsleep(us);
+	timer_setup(timer, fn, 0);
+}
+
+/* (Re)arms @timer to fire in @us microseconds; true if it was pending. */
+bool rsoft_timer_arm(struct timer_list *timer, u64 us)
+{
+	return mod_timer(timer, jiffies + nsecs_to_jiffies(us * NSEC_PER_USEC));
+}
+
+/* Disarms @timer and waits for its callback; true if it was pending. */
+bool rsoft_timer_cancel(struct timer_list *timer)
+{
+	return timer_delete_sync(timer);
 }
 
 /* The caller serialises rsoft's atomics; user stores may race, as on HW. */

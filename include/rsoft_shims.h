@@ -26,9 +26,16 @@ void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
 void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len);
 /* virt_addr_valid() and virt_to_page() are macros; NULL outside the linear map. */
 struct page *rsoft_virt_to_page(unsigned long addr);
-/* cond_resched() is a macro, fsleep() a static inline. */
+/* cond_resched() is a macro. */
 void rsoft_cond_resched(void);
-void rsoft_sleep_us(unsigned int us);
+
+struct timer_list;
+
+/* timer_setup() is a macro, jiffies arithmetic static inlines. */
+void rsoft_timer_setup(struct timer_list *timer,
+		       void (*fn)(struct timer_list *timer));
+bool rsoft_timer_arm(struct timer_list *timer, u64 us);
+bool rsoft_timer_cancel(struct timer_list *timer);
 u64 rsoft_page_atomic(struct page *page, size_t off, bool cmp_swap, u64 operand,
 		      u64 swap);
 

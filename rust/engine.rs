@@ -11,7 +11,7 @@ use crate::{
     ib::{QpState, Wc, WcOpcode, WcStatus},
     net::{Link, Net},
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
-    retry::{self, Plan, Refusal},
+    retry::Plan,
     srq::SrqShared,
     transport,
 };
@@ -162,33 +162,21 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
     let Some(refusal) = after.refusal.take() else {
         return more(did);
     };
-    let plan = qp.inner.lock().retries.plan(&head.budget(), refusal);
+    // Checked under the same lock: a RESET since the try discarded it.
+    let plan = {
+        let mut inner = qp.inner.lock();
+        if !head.is_queued(&inner) {
+            return Next::More;
+        }
+        inner.retries.plan(&head.budget(), refusal)
+    };
     match plan {
         Plan::Fail(status) => more(transport::retries_exceeded(net, qp, &head, status, after)),
-        Plan::Wait(us) if ctx.worker => {
-            retry_wait(qp, &head, refusal, us);
-            Next::More
+        Plan::Wait(us) => {
+            qp.arm_retry(us);
+            Next::Idle
         }
-        Plan::Wait(_) => Next::Defer,
-        Plan::Never => Next::Idle,
-    }
-}
-
-/// The worker waits `us` microseconds (or the rest of a wait begun before)
-/// before `head`, the head WQE of `qp`, which met `refusal`, is tried
-/// again. A kick (a receive posted, the responder ready, a modify) or a
-/// destroy ends the wait early.
-fn retry_wait(qp: &QpUse, head: &transport::Head, refusal: Refusal, us: u64) {
-    let left = qp.inner.lock().retries.begin(us);
-    // The kick is taken here: the step that follows is the look it asked
-    // for, and a kick left set would end every later wait at once.
-    let left = retry::sleep(left, || {
-        qp.is_closing() || qp.pending.swap(false, Ordering::SeqCst)
-    });
-    let mut inner = qp.inner.lock();
-    // A RESET meanwhile started the retries of whatever comes next afresh.
-    if head.is_queued(&inner) {
-        inner.retries.end(refusal, left);
+        Plan::Idle => Next::Idle,
     }
 }
 

@@ -27,6 +27,7 @@ mod qp;
 mod res;
 mod sched;
 mod srq;
+mod timer;
 mod verbs;
 
 pub(crate) use ah::{Address, Grh};
@@ -44,8 +45,9 @@ pub(crate) use qp::{
     QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
-pub(crate) use sched::{cond_resched, flush_work, sleep_us};
+pub(crate) use sched::{cond_resched, flush_work};
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier, SrqOps};
+pub(crate) use timer::{HasTimer, Timer};
 pub(crate) use verbs::Verbs;
 
 use kernel::error::Error;

@@ -15,8 +15,8 @@ use crate::{
     cq::RsoftCq,
     gate::Gate,
     ib::{
-        CqRef, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpNum, QpQuery,
-        QpState, QpType,
+        CqRef, HasTimer, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpNum,
+        QpQuery, QpState, QpType, Timer,
     },
     new_irq_spinlock,
     retry::Retries,
@@ -110,6 +110,9 @@ pub(crate) struct QpShared {
     /// engine runs it).
     #[pin]
     work: Work<QpShared>,
+    /// Has the worker try the head send WQE again (see [`crate::retry`]).
+    #[pin]
+    retry_timer: Timer<QpShared>,
 }
 
 /// The calling context: whether it may sleep (a system call on a user QP)
@@ -150,6 +153,18 @@ pub(crate) trait Runner: Send + Sync {
 
 impl_has_work! {
     impl HasWork<Self> for QpShared { self.work }
+}
+
+// SAFETY: `retry_timer` is a `Timer<QpShared>` field of `QpShared`.
+unsafe impl HasTimer for QpShared {
+    const OFFSET: usize = core::mem::offset_of!(QpShared, retry_timer);
+
+    fn fire(this: Arc<Self>) {
+        if this.inner.lock().retries.expire() {
+            // Already queued: that run will try it.
+            let _ = workqueue::system_unbound().enqueue(this);
+        }
+    }
 }
 
 /// The QP's worker: runs what its poster left to it ([`QpUse::defer`]).
@@ -200,6 +215,7 @@ impl QpShared {
                 running: AtomicBool::new(false),
                 pending: AtomicBool::new(false),
                 work <- new_work!("rsoft_qp_work"),
+                retry_timer <- Timer::new(),
             }? Error),
             GFP_KERNEL,
         )
@@ -212,10 +228,12 @@ impl QpShared {
 
     /// Closes the QP to new users and waits for those inside; after this
     /// nothing completes on its CQs through it. Sleeps.
-    pub(crate) fn close(&self) {
+    pub(crate) fn close(self: &Arc<Self>) {
         self.gate.close();
-        // Only a user queues the worker, so none can be queued from now
-        // on; wait for one queued before, or still returning.
+        // Only a user arms the retry timer, and only a user or the timer
+        // queues the worker, so none can be queued once the timer is
+        // disarmed; wait for one queued before, or still returning.
+        Timer::cancel(self);
         crate::ib::flush_work(&self.work);
     }
 
@@ -322,6 +340,12 @@ impl QpUse {
     pub(crate) fn defer(&self) {
         // Already queued: that run will do this one's job.
         let _ = workqueue::system_unbound().enqueue(self.0.clone());
+    }
+
+    /// Arms the QP's retry timer to have the worker try the head send WQE
+    /// again in `us` microseconds.
+    pub(crate) fn arm_retry(&self, us: u64) {
+        Timer::arm(&self.0, us);
     }
 }
 

@@ -12,13 +12,6 @@ pub(crate) fn cond_resched() {
     unsafe { bindings::rsoft_cond_resched() }
 }
 
-/// Sleeps for `us` microseconds (or a little more). Only where the caller
-/// may sleep.
-pub(crate) fn sleep_us(us: u32) {
-    // SAFETY: callers are in a context that may sleep, as documented.
-    unsafe { bindings::rsoft_sleep_us(us) }
-}
-
 /// Waits until the last queueing of `work` has finished running, so that
 /// no code of the module runs for it any more. Sleeps.
 pub(crate) fn flush_work<T: ?Sized, const ID: u64>(work: &Work<T, ID>) {
