@@ -23,8 +23,8 @@ work=$(mktemp -d /dev/shm/nvme-rdma.XXXXXX)	# tmpfs
 img=$work/ns1.img
 start=$SECONDS
 
-pass() { echo "ok - $type: nvme-rdma: $*"; }
-fail() { echo "not ok - $type: nvme-rdma: $*"; }
+TAP_PREFIX="$type: nvme-rdma: "
+. "$(dirname "$0")/tap.sh"
 # run NAME COMMAND...: one TAP line; the command's output shows on failure.
 # Programs are bounded by timeout; this script's functions bound their own
 # waits.

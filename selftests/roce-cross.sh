@@ -10,8 +10,8 @@ set -u
 T=60
 work=$(mktemp -d /tmp/roce-cross.XXXXXX)
 
-pass() { echo "ok - rsoft: $*"; }
-fail() { echo "not ok - rsoft: $*"; }
+TAP_PREFIX="rsoft: "
+. "$(dirname "$0")/tap.sh"
 
 ip link set eth0 up
 ip link set dummy0 up

@@ -24,9 +24,9 @@ T=120		# the bound of every single command
 work=$(mktemp -d /tmp/roce.XXXXXX)
 start=$SECONDS
 
-pass() { echo "ok - $type: $*"; }
-fail() { echo "not ok - $type: $*"; }
-skip() { echo "ok - $type: $1 # SKIP $2"; }
+TAP_PREFIX="$type: " TAP_TIMEOUT=$T
+. "$top/selftests/tap.sh"
+
 # show FILE LABEL: FILE as "# LABEL: " lines, its head and tail if long.
 show() {
 	[[ -s $1 ]] || return 0
@@ -38,22 +38,6 @@ show() {
 			if (from > 20) print p "... (" from - 20 " lines)"
 			for (i = from + 1; i <= NR; i++) print p line[i]
 		}'
-}
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
-# expect NAME REGEX COMMAND...: the command succeeds and prints REGEX.
-expect() {
-	local name=$1 re=$2 out
-	shift 2
-	if out=$(timeout $T "$@" 2>&1) && grep -Eq -- "$re" <<<"$out"; then
-		pass "$name"
-	else
-		fail "$name"
-		sed 's/^/# /' <<<"$out"
-	fi
 }
 # until_ok SECONDS COMMAND...: COMMAND every 0.2 s until it succeeds.
 until_ok() {

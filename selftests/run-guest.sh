@@ -8,25 +8,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 ko=$top/rsoft.ko
 bin=$top/selftests/build
 
-pass() { echo "ok - $*"; }
-fail() { echo "not ok - $*"; }
-# check NAME COMMAND...: one TAP line from a command's exit status.
-check() {
-	local name=$1
-	shift
-	if "$@"; then pass "$name"; else fail "$name"; fi
-}
-# expect NAME REGEX COMMAND...: the command succeeds and prints REGEX.
-expect() {
-	local name=$1 re=$2 out
-	shift 2
-	if out=$("$@" 2>&1) && grep -Eq -- "$re" <<<"$out"; then
-		pass "$name"
-	else
-		fail "$name"
-		sed 's/^/# /' <<<"$out"
-	fi
-}
+. "$top/selftests/tap.sh"
 loaded() { [[ -d /sys/module/rsoft ]]; }
 
 [[ -w /sys/kernel/debug/kmemleak ]] && echo clear > /sys/kernel/debug/kmemleak

@@ -151,6 +151,15 @@ static int expect_wc(struct rpma_cq *cq, enum ibv_wc_opcode opcode,
 	return 0;
 }
 
+/* Posting @name returned @ret; if it worked, its completion is @op for @ctx. */
+static int completed(struct rpma_cq *cq, int ret, const char *name,
+		     enum ibv_wc_opcode op, const void *ctx, const char *what)
+{
+	if (ret)
+		return call_failed(name, ret);
+	return expect_wc(cq, op, ctx, what);
+}
+
 /* Until the connection's next event, which must be WANT. */
 static int expect_event(struct rpma_conn *conn, enum rpma_conn_event want)
 {
@@ -317,11 +326,11 @@ static int server(const char *addr, const char *port)
 
 	/* The verdict travels as the immediate value of the reply. */
 	fill(msgs + RECV_SLOTS * SLOT, MSG_REPLY, P_REPLY, 0);
-	ret = rpma_send_with_imm(conn, msg_mr, RECV_SLOTS * SLOT, MSG_REPLY,
-				 RPMA_F_COMPLETION_ALWAYS, verdict, (void *)99);
-	if (ret)
-		return call_failed("rpma_send_with_imm", ret);
-	ret = expect_wc(cq, IBV_WC_SEND, (void *)99, "reply");
+	ret = completed(cq, rpma_send_with_imm(conn, msg_mr, RECV_SLOTS * SLOT,
+					       MSG_REPLY,
+					       RPMA_F_COMPLETION_ALWAYS,
+					       verdict, (void *)99),
+			"rpma_send_with_imm", IBV_WC_SEND, (void *)99, "reply");
 	if (ret)
 		return ret;
 
@@ -424,20 +433,19 @@ static int client(const char *addr, const char *port)
 		return call_failed("rpma_conn_get_cq/rcq", ret);
 
 	/* 1. read: the whole region, then an unaligned piece */
-	ret = rpma_read(conn, buf_mr, 0, region, 0, REGION,
-			RPMA_F_COMPLETION_ALWAYS, (void *)1);
-	if (ret)
-		return call_failed("rpma_read", ret);
-	ret = expect_wc(cq, IBV_WC_RDMA_READ, (void *)1, "read of the region");
+	ret = completed(cq, rpma_read(conn, buf_mr, 0, region, 0, REGION,
+				      RPMA_F_COMPLETION_ALWAYS, (void *)1),
+			"rpma_read", IBV_WC_RDMA_READ, (void *)1,
+			"read of the region");
 	if (ret)
 		return ret;
 	ok &= same("read of the region", buf, REGION, P_REGION, 0);
 	memset(buf, 0, REGION);
-	ret = rpma_read(conn, buf_mr, 7, region, PIECE_OFF, PIECE_LEN,
-			RPMA_F_COMPLETION_ALWAYS, (void *)2);
-	if (ret)
-		return call_failed("rpma_read", ret);
-	ret = expect_wc(cq, IBV_WC_RDMA_READ, (void *)2, "unaligned read");
+	ret = completed(cq, rpma_read(conn, buf_mr, 7, region, PIECE_OFF,
+				      PIECE_LEN, RPMA_F_COMPLETION_ALWAYS,
+				      (void *)2),
+			"rpma_read", IBV_WC_RDMA_READ, (void *)2,
+			"unaligned read");
 	if (ret)
 		return ret;
 	ok &= same("unaligned read", buf + 7, PIECE_LEN, P_REGION, PIECE_OFF);
@@ -445,50 +453,45 @@ static int client(const char *addr, const char *port)
 
 	/* 2. write: a new pattern over the whole region */
 	fill(buf, REGION, P_WRITE, 0);
-	ret = rpma_write(conn, region, 0, buf_mr, 0, REGION,
-			 RPMA_F_COMPLETION_ALWAYS, (void *)3);
-	if (ret)
-		return call_failed("rpma_write", ret);
-	ret = expect_wc(cq, IBV_WC_RDMA_WRITE, (void *)3, "write of the region");
+	ret = completed(cq, rpma_write(conn, region, 0, buf_mr, 0, REGION,
+				       RPMA_F_COMPLETION_ALWAYS, (void *)3),
+			"rpma_write", IBV_WC_RDMA_WRITE, (void *)3,
+			"write of the region");
 	if (ret)
 		return ret;
 
 	/* 3. send, then send with immediate */
 	fill(msgs, MSG_A, P_MSG_A, 0);
-	ret = rpma_send(conn, msg_mr, 0, MSG_A, RPMA_F_COMPLETION_ALWAYS,
-			(void *)4);
-	if (ret)
-		return call_failed("rpma_send", ret);
-	ret = expect_wc(cq, IBV_WC_SEND, (void *)4, "send");
+	ret = completed(cq, rpma_send(conn, msg_mr, 0, MSG_A,
+				      RPMA_F_COMPLETION_ALWAYS, (void *)4),
+			"rpma_send", IBV_WC_SEND, (void *)4, "send");
 	if (ret)
 		return ret;
 	fill(msgs + SLOT, MSG_B, P_MSG_B, 0);
-	ret = rpma_send_with_imm(conn, msg_mr, SLOT, MSG_B,
-				 RPMA_F_COMPLETION_ALWAYS, IMM_B, (void *)5);
-	if (ret)
-		return call_failed("rpma_send_with_imm", ret);
-	ret = expect_wc(cq, IBV_WC_SEND, (void *)5, "send with immediate");
+	ret = completed(cq, rpma_send_with_imm(conn, msg_mr, SLOT, MSG_B,
+					       RPMA_F_COMPLETION_ALWAYS, IMM_B,
+					       (void *)5),
+			"rpma_send_with_imm", IBV_WC_SEND, (void *)5,
+			"send with immediate");
 	if (ret)
 		return ret;
 
 	/* 4. write with immediate: an unaligned piece of a third pattern */
 	fill(buf + IMM_OFF, IMM_LEN, P_IMM_WRITE, IMM_OFF);
-	ret = rpma_write_with_imm(conn, region, IMM_OFF, buf_mr, IMM_OFF,
-				  IMM_LEN, RPMA_F_COMPLETION_ALWAYS, IMM_W,
-				  (void *)6);
-	if (ret)
-		return call_failed("rpma_write_with_imm", ret);
-	ret = expect_wc(cq, IBV_WC_RDMA_WRITE, (void *)6, "write with immediate");
+	ret = completed(cq, rpma_write_with_imm(conn, region, IMM_OFF, buf_mr,
+						IMM_OFF, IMM_LEN,
+						RPMA_F_COMPLETION_ALWAYS, IMM_W,
+						(void *)6),
+			"rpma_write_with_imm", IBV_WC_RDMA_WRITE, (void *)6,
+			"write with immediate");
 	if (ret)
 		return ret;
 
 	/* 5. the whole region read back */
 	memset(buf, 0, REGION);
-	ret = rpma_read(conn, buf_mr, 0, region, 0, REGION,
-			RPMA_F_COMPLETION_ALWAYS, (void *)8);
-	if (ret)
-		return call_failed("rpma_read", ret);
-	ret = expect_wc(cq, IBV_WC_RDMA_READ, (void *)8, "read back");
+	ret = completed(cq, rpma_read(conn, buf_mr, 0, region, 0, REGION,
+				      RPMA_F_COMPLETION_ALWAYS, (void *)8),
+			"rpma_read", IBV_WC_RDMA_READ, (void *)8, "read back");
 	if (ret)
 		return ret;
 	ok &= same("read back, head", buf, IMM_OFF, P_WRITE, 0);

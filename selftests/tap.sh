@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by the guest's test scripts: one TAP line per check ("ok"/"not
+# ok" at the start of a line, which tools/check.sh counts). TAP_PREFIX
+# starts every check's name (roce.sh: "rsoft: "); with TAP_TIMEOUT set,
+# expect gives its command that many seconds.
+
+pass() { echo "ok - ${TAP_PREFIX:-}$*"; }
+fail() { echo "not ok - ${TAP_PREFIX:-}$*"; }
+skip() { echo "ok - ${TAP_PREFIX:-}$1 # SKIP $2"; }
+# check NAME COMMAND...: one TAP line from a command's exit status.
+check() {
+	local name=$1
+	shift
+	if "$@"; then pass "$name"; else fail "$name"; fi
+}
+# expect NAME REGEX COMMAND...: the command succeeds and prints REGEX.
+expect() {
+	local name=$1 re=$2 out
+	shift 2
+	if out=$(${TAP_TIMEOUT:+timeout "$TAP_TIMEOUT"} "$@" 2>&1) &&
+		grep -Eq -- "$re" <<<"$out"; then
+		pass "$name"
+	else
+		fail "$name"
+		sed 's/^/# /' <<<"$out"
+	fi
+}
