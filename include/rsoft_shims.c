@@ -9,11 +9,15 @@
 #include <net/addrconf.h>
 #include <linux/scatterlist.h>
 #include <linux/timer.h>
+#include <net/net_namespace.h>
 #include <net/netlink.h>
 #include <rdma/ib_umem.h>
 #include <rdma/rdma_netlink.h>
 
 #include "rsoft_shims.h"
+
+/* Here rather than in module!, whose key for it differs between kernels. */
+MODULE_AUTHOR("rsoft developers");
 
 static unsigned int devices;
 module_param(devices, uint, 0444);
@@ -34,6 +38,36 @@ void rsoft_spin_lock_init(spinlock_t *lock, const char *name,
 #else
 	spin_lock_init(lock);
 #endif
+}
+
+struct ib_device *rsoft_alloc_ib_device(size_t size)
+{
+#ifdef RSOFT_HAVE_ALLOC_DEVICE_NET
+	/* Devices live in the initial namespace, as rxe's and siw's do. */
+	return _ib_alloc_device(size, &init_net);
+#else
+	return _ib_alloc_device(size);
+#endif
+}
+
+struct ib_umem *rsoft_umem_get(struct ib_device *dev, unsigned long addr,
+			       size_t len, int access)
+{
+#ifdef RSOFT_HAVE_UMEM_GET_VA
+	return ib_umem_get_va(dev, addr, len, access);
+#else
+	return ib_umem_get(dev, addr, len, access);
+#endif
+}
+
+bool rsoft_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags)
+{
+	return spin_trylock_irqsave(lock, *flags);
+}
+
+void rsoft_spin_assert_held(spinlock_t *lock)
+{
+	lockdep_assert_held(lock);
 }
 
 unsigned long rsoft_spin_lock_irqsave(spinlock_t *lock)

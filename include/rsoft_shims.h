@@ -14,10 +14,21 @@ void rsoft_spin_lock_init(spinlock_t *lock, const char *name,
 			  struct lock_class_key *key);
 unsigned long rsoft_spin_lock_irqsave(spinlock_t *lock);
 void rsoft_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+/* What newer kernels' Rust lock backends must offer too. */
+bool rsoft_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
+void rsoft_spin_assert_held(spinlock_t *lock);
 
 struct ib_device;
 struct ib_umem;
 struct page;
+
+/*
+ * Calls whose form differs between the kernels rsoft supports (the
+ * RSOFT_HAVE_* probes of tools/kernel-features.sh): one form for the Rust side.
+ */
+struct ib_device *rsoft_alloc_ib_device(size_t size);
+struct ib_umem *rsoft_umem_get(struct ib_device *dev, unsigned long addr,
+			       size_t len, int access);
 
 /* The sg page iterator and kmap_local_page() are macros / static inlines. */
 size_t rsoft_umem_pages(struct ib_umem *umem, struct page **pages, size_t n);

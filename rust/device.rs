@@ -253,11 +253,11 @@ impl ib::Verbs for Rsoft {
         Ok(PKEY_DEFAULT)
     }
 
-    fn new_ucontext(_dev: &RsoftDevice) -> Result<impl PinInit<(), Error>> {
+    fn new_ucontext(_dev: &RsoftDevice) -> Result<()> {
         Ok(())
     }
 
-    fn new_pd(dev: &RsoftDevice) -> Result<impl PinInit<Pd, Error>> {
+    fn new_pd(dev: &RsoftDevice) -> Result<Pd> {
         dev.pds.take()?.keep();
         Ok(Pd)
     }
@@ -270,7 +270,7 @@ impl ib::Verbs for Rsoft {
         // One port; an InfiniBand port has one GID, a RoCE port needs a GRH
         // (the core checked its source GID).
         let ok = match dev.net.link {
-            Link::Ib { .. } => !addr.grh.is_some_and(|g| g.sgid_index != 0),
+            Link::Ib { .. } => !matches!(addr.grh, Some(g) if g.sgid_index != 0),
             Link::Roce => addr.grh.is_some(),
         };
         if addr.port != 1 || !ok {

@@ -7,7 +7,7 @@
 //! found by the GIDs they hold.
 
 use crate::{
-    ib::{Gid, IrqSpinLock},
+    ib::{self, Gid, IrqSpinLock},
     mr::Mrs,
     new_irq_spinlock,
 };
@@ -51,17 +51,8 @@ impl<P: Port> Fabric<P> {
     /// the lock.
     pub(crate) fn detach(&self, port: &P) -> Option<Arc<P>> {
         let mut ports = self.ports.lock();
-        let list = ports.as_mut_slice();
-        let i = list.iter().position(|p| core::ptr::eq(&**p, port))?;
-        let last = list.len() - 1;
-        list.swap(i, last);
-        // SAFETY: `last` is initialised and is moved out before the length
-        // shrinks past it, so it is neither dropped twice nor leaked.
-        unsafe {
-            let gone = ports.as_mut_ptr().add(last).read();
-            ports.set_len(last);
-            Some(gone)
-        }
+        let i = ports.iter().position(|p| core::ptr::eq(&**p, port))?;
+        ib::swap_remove(&mut ports, i)
     }
 
     /// Calls `f` on every port, with no lock held. A port attached

@@ -40,7 +40,6 @@ mod wq;
 module! {
     type: RsoftModule,
     name: "rsoft",
-    author: "rsoft developers",
     description: "Software RDMA device for stock rdma-core userspace",
     license: "GPL",
 }

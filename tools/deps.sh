@@ -6,7 +6,7 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 PKGS=(
-	"linux-source-6.12=$KSRC_VER"
+	"linux-source-6.12=$KSRC_612_VER"
 	"rustc-web=$RUST_VER" "rust-web-src=$RUST_VER" "libstd-rust-web-dev=$RUST_VER"
 	"rust-web-clippy=$RUST_VER" "rustfmt-web=$RUST_VER"
 	"clang-$LLVM_VER" "libclang-$LLVM_VER-dev" "lld-$LLVM_VER" "llvm-$LLVM_VER"

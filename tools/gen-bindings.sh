@@ -20,6 +20,11 @@ opts=() cflags=()
 while (($#)); do
 	case $1 in
 	-o) shift 2 ;;
+	# Newer kernels (7.x) derive pin-init's MaybeZeroable and add CFI
+	# encodings for their own bindings crate; neither is usable from an
+	# out-of-tree crate, nor needed by rsoft's bindings.
+	--with-derive-custom-struct | --with-derive-custom-union) shift 2 ;;
+	--with-attribute-custom-enum=*) shift ;;
 	--) shift; break ;;
 	*) opts+=("$1"); shift ;;
 	esac

@@ -5,22 +5,25 @@
 #   tools/kernel.sh debug     the test kernel (KASAN, lockdep, kmemleak, ...)
 #   tools/kernel.sh release   the benchmark kernel
 #
-# The build lives in $RSOFT_CACHE, keyed by a hash of the config fragments and
-# the toolchain versions, so a second call with nothing changed returns at once.
+# KVER (6.12, the default, or 7.3) picks the kernel source. The build lives
+# in $RSOFT_CACHE, keyed by a hash of the config fragments and the toolchain
+# versions, so a second call with nothing changed returns at once.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 flavour=${1:-debug}
 frags=("$RSOFT_TOP/tools/kconfig/base.config" "$RSOFT_TOP/tools/kconfig/$flavour.config")
 [[ -f ${frags[1]} ]] || die "unknown kernel flavour '$flavour'"
+# What one kernel version needs beyond the common fragments.
+[[ -f $RSOFT_TOP/tools/kconfig/$KVER.config ]] && frags+=("$RSOFT_TOP/tools/kconfig/$KVER.config")
 
 key=$( {
 	cat "${frags[@]}"
-	echo "$RUST_VER $KSRC_VER $BINDGEN_VER"
-	dpkg-query -W "clang-$LLVM_VER" "lld-$LLVM_VER" "llvm-$LLVM_VER" rustc-web linux-source-6.12
+	echo "$RUST_VER $KVER $KSRC_VER $BINDGEN_VER"
+	dpkg-query -W "clang-$LLVM_VER" "lld-$LLVM_VER" "llvm-$LLVM_VER" rustc-web
 } | sha256sum | cut -c1-12)
-ksrc=$RSOFT_CACHE/src-$KSRC_VER/linux-source-6.12
-kdir=$RSOFT_CACHE/kernel-$flavour-$key
+ksrc=$RSOFT_CACHE/src-$KSRC_VER/linux-source-$KVER
+kdir=$RSOFT_CACHE/kernel-$KVER-$flavour-$key
 
 if [[ -f $kdir/.rsoft-built ]]; then
 	echo "$kdir"
@@ -28,10 +31,17 @@ if [[ -f $kdir/.rsoft-built ]]; then
 fi
 
 if [[ ! -f $ksrc/Makefile ]]; then
-	say "unpacking linux-source-6.12 $KSRC_VER"
+	say "unpacking linux-source-$KVER $KSRC_VER"
 	rm -rf "${ksrc%/*}"
 	mkdir -p "${ksrc%/*}"
-	tar xf /usr/src/linux-source-6.12.tar.xz -C "${ksrc%/*}"
+	tarball=/usr/src/linux-source-$KVER.tar.xz
+	if [[ $KVER != 6.12 ]]; then
+		# Not a host package: the pinned upload, unpacked beside the tree.
+		debian_unpack "${ksrc%/*}/deb" "linux-source-$KVER=$KSRC_VER"
+		tarball=${ksrc%/*}/deb$tarball
+	fi
+	tar xf "$tarball" -C "${ksrc%/*}"
+	rm -rf "${ksrc%/*}/deb"
 fi
 
 say "configuring $flavour kernel in $kdir"

@@ -11,6 +11,7 @@ use super::{
     verbs::Adapter,
     Verbs,
 };
+use core::convert::Infallible;
 use kernel::{error::from_result, ffi, prelude::*};
 
 /// The global route of an address (the GRH a packet carries).
@@ -142,10 +143,7 @@ impl<T: Verbs> Adapter<T> {
                 let addr = Address::from_c(&*(*init).ah_attr)?;
                 let dev = Self::device((*ah).device);
                 T::new_ah(dev, &addr)?;
-                if let Err(e) = AhObject::init(ah, addr) {
-                    T::release_ah(dev);
-                    return Err(e);
-                }
+                let Ok(()) = AhObject::init::<Infallible>(ah, addr);
             }
             Ok(0)
         })

@@ -39,10 +39,15 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_fast_reg_pages: u32,
 }
 
+/// `v` as a limit of `ib_device_attr`, whose fields are `int` on some
+/// kernels and `u32` on others: a value that fits an `int` fits both.
+fn clamp_to_int<T: TryFrom<u32> + Default>(v: u32) -> T {
+    T::try_from(v.min(i32::MAX as u32)).unwrap_or_default()
+}
+
 impl DeviceAttr {
     /// Writes `self` into the core's (zeroed) attribute struct.
     pub(super) fn write_to(&self, c: &mut bindings::ib_device_attr) {
-        let clamp = |v: u32| i32::try_from(v).unwrap_or(i32::MAX);
         c.fw_ver = self.fw_ver;
         c.sys_image_guid = self.sys_image_guid.to_be();
         c.vendor_id = self.vendor_id;
@@ -50,22 +55,22 @@ impl DeviceAttr {
         c.hw_ver = self.hw_ver;
         c.max_mr_size = self.max_mr_size;
         c.page_size_cap = self.page_size_cap;
-        c.max_qp = clamp(self.max_qp);
-        c.max_qp_wr = clamp(self.max_qp_wr);
-        c.max_send_sge = clamp(self.max_sge);
-        c.max_recv_sge = clamp(self.max_sge);
-        c.max_sge_rd = clamp(self.max_sge_rd);
-        c.max_cq = clamp(self.max_cq);
-        c.max_cqe = clamp(self.max_cqe);
-        c.max_mr = clamp(self.max_mr);
-        c.max_pd = clamp(self.max_pd);
-        c.max_qp_rd_atom = clamp(self.max_qp_rd_atom);
-        c.max_qp_init_rd_atom = clamp(self.max_qp_init_rd_atom);
-        c.max_res_rd_atom = clamp(self.max_qp_rd_atom.saturating_mul(self.max_qp));
-        c.max_srq = clamp(self.max_srq);
-        c.max_srq_wr = clamp(self.max_srq_wr);
-        c.max_srq_sge = clamp(self.max_srq_sge);
-        c.max_ah = clamp(self.max_ah);
+        c.max_qp = clamp_to_int(self.max_qp);
+        c.max_qp_wr = clamp_to_int(self.max_qp_wr);
+        c.max_send_sge = clamp_to_int(self.max_sge);
+        c.max_recv_sge = clamp_to_int(self.max_sge);
+        c.max_sge_rd = clamp_to_int(self.max_sge_rd);
+        c.max_cq = clamp_to_int(self.max_cq);
+        c.max_cqe = clamp_to_int(self.max_cqe);
+        c.max_mr = clamp_to_int(self.max_mr);
+        c.max_pd = clamp_to_int(self.max_pd);
+        c.max_qp_rd_atom = clamp_to_int(self.max_qp_rd_atom);
+        c.max_qp_init_rd_atom = clamp_to_int(self.max_qp_init_rd_atom);
+        c.max_res_rd_atom = clamp_to_int(self.max_qp_rd_atom.saturating_mul(self.max_qp));
+        c.max_srq = clamp_to_int(self.max_srq);
+        c.max_srq_wr = clamp_to_int(self.max_srq_wr);
+        c.max_srq_sge = clamp_to_int(self.max_srq_sge);
+        c.max_ah = clamp_to_int(self.max_ah);
         c.max_pkeys = self.max_pkeys;
         c.max_fast_reg_page_list_len = self.max_fast_reg_pages;
         if self.max_fast_reg_pages > 0 {

@@ -14,6 +14,10 @@
     unsafe_op_in_unsafe_fn,
     clippy::all,
     clippy::undocumented_unsafe_blocks,
+    // Newer kernels warn of these, which bindgen's bitfield accessors have.
+    clippy::cast_lossless,
+    clippy::ptr_as_ptr,
+    clippy::ref_as_ptr,
     unknown_lints,
     unnecessary_transmutes
 )]

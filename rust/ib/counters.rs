@@ -3,7 +3,7 @@
 //! Per-port hardware counters through the core's hw stats interface
 //! (`rdma statistic show`, `/sys/class/infiniband/*/ports/*/hw_counters`).
 
-use super::{bindings, verbs::Adapter, Verbs};
+use super::{bindings, compat::c_str_ptr, verbs::Adapter, Verbs};
 use kernel::{ffi, str::CStr};
 
 /// The name of one counter (`struct rdma_stat_desc`).
@@ -13,7 +13,7 @@ pub(crate) struct CounterDesc(bindings::rdma_stat_desc);
 impl CounterDesc {
     pub(crate) const fn new(name: &'static CStr) -> Self {
         Self(bindings::rdma_stat_desc {
-            name: name.as_char_ptr(),
+            name: c_str_ptr(name),
             flags: 0,
             priv_: core::ptr::null(),
         })

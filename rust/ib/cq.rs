@@ -248,11 +248,11 @@ pub(crate) trait CqOps: Send + Sync + Sized {
     /// Resizes the CQ keeping its completions; returns the real capacity.
     /// Optional.
     fn resize(&self, _dev: &Self::Device, _cqe: u32) -> Result<u32> {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
     /// Driver attributes for `rdma res show cq -d`. Optional.
     fn fill_res(&self, _attrs: &mut DriverAttrs<'_>) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
 
@@ -431,21 +431,20 @@ impl<T: Verbs> Adapter<T> {
         (report && waiting).into()
     }
 
+    /// Resizes `cq` to `cqe` entries, for the resize entry of the ops table
+    /// (`compat`).
+    ///
     /// # Safety
     ///
-    /// Only the RDMA core calls this, as `ib_device_ops.resize_cq`.
-    pub(super) unsafe extern "C" fn resize_cq(
-        cq: *mut bindings::ib_cq,
-        cqe: ffi::c_int,
-        _udata: *mut bindings::ib_udata,
-    ) -> ffi::c_int {
+    /// Only the RDMA core's resize call reaches this, with its `cq`.
+    pub(super) unsafe fn resize_cq(cq: *mut bindings::ib_cq, cqe: u32) -> ffi::c_int {
         from_result(|| {
             // SAFETY: `cq` is a live CQ of ours; the core serialises resize
             // with other calls that change `cqe`.
             unsafe {
                 let dev = Self::device((*cq).device);
                 let data = CqObject::<T>::data(cq);
-                let capacity = data.resize(dev, cqe.try_into()?)?;
+                let capacity = data.resize(dev, cqe)?;
                 (*cq).cqe = capacity.try_into()?;
             }
             Ok(0)

@@ -8,7 +8,10 @@
 //! calls `dealloc_driver` once nothing runs on it any more. That is where
 //! the driver's data is dropped and the device leaves the list.
 
-use super::{attr::LinkLayer, bindings, netdev::NetDev, object::CoreObject, verbs::Adapter, Verbs};
+use super::{
+    attr::LinkLayer, bindings, compat::swap_remove, netdev::NetDev, object::CoreObject,
+    verbs::Adapter, Verbs,
+};
 use core::{
     marker::PhantomData,
     ptr::{self, NonNull},
@@ -67,13 +70,8 @@ impl DeviceList {
 
     fn remove(&self, ib: *mut bindings::ib_device) {
         let mut devices = self.devices.lock();
-        let list = devices.as_mut_slice();
-        if let Some(i) = list.iter().position(|d| d.0.as_ptr() == ib) {
-            let last = list.len() - 1;
-            list.swap(i, last);
-            // SAFETY: shrinks the vector; `Listed` is `Copy`, so nothing
-            // needs dropping.
-            unsafe { devices.set_len(last) };
+        if let Some(i) = devices.iter().position(|d| d.0.as_ptr() == ib) {
+            swap_remove(&mut devices, i);
         }
     }
 }
@@ -130,7 +128,7 @@ impl<T: Verbs> Devices<T> {
         data: impl PinInit<T::Device, Error>,
     ) -> Result {
         // SAFETY: the size covers `ib_device` at offset 0 and the driver data.
-        let raw = unsafe { bindings::_ib_alloc_device(Adapter::<T>::DEVICE_SIZE) };
+        let raw = unsafe { bindings::rsoft_alloc_ib_device(Adapter::<T>::DEVICE_SIZE) };
         let Some(ib) = NonNull::new(raw) else {
             return Err(ENOMEM);
         };

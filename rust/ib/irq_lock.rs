@@ -55,4 +55,18 @@ unsafe impl Backend for IrqSpinLockBackend {
         // SAFETY: the caller owns the lock, and `flags` came from `lock`.
         unsafe { bindings::rsoft_spin_unlock_irqrestore(ptr, *flags) }
     }
+
+    // Newer kernels' backends must offer these too (`compat`'s probe).
+    #[cfg(rsoft_have_lock_backend_try)]
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        let mut flags = 0;
+        // SAFETY: the caller guarantees `init` was called on `ptr`.
+        unsafe { bindings::rsoft_spin_trylock_irqsave(ptr, &mut flags) }.then_some(flags)
+    }
+
+    #[cfg(rsoft_have_lock_backend_try)]
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: the caller guarantees `init` was called on `ptr`.
+        unsafe { bindings::rsoft_spin_assert_held(ptr) }
+    }
 }

@@ -111,7 +111,7 @@ impl UserMemory {
         let mut pages = KVVec::from_elem(PagePtr(core::ptr::null_mut()), npages, GFP_KERNEL)?;
         // SAFETY: per the contract; `ib_umem_get` checks the range.
         let umem = from_err_ptr(unsafe {
-            bindings::ib_umem_get(dev, start as _, len as usize, access.0 as i32)
+            bindings::rsoft_umem_get(dev, start as usize, len as usize, access.0 as i32)
         })?;
         // SAFETY: `umem` is valid; `pages` has room for `npages` entries.
         let got = unsafe { bindings::rsoft_umem_pages(umem, pages.as_mut_ptr().cast(), npages) };
@@ -403,7 +403,7 @@ pub(crate) trait MrOps: Send + Sync + Sized {
     /// Changes the MR in place as `change` says (PD, access, memory); a
     /// failure changes nothing. Optional.
     fn rereg(&self, _dev: &Self::Device, _change: &MrRereg) -> Result {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 }
 
@@ -411,16 +411,18 @@ pub(crate) trait MrOps: Send + Sync + Sized {
 type MrObject<T> = CoreObject<bindings::ib_mr, <T as Verbs>::Mr>;
 
 impl<T: Verbs> Adapter<T> {
+    /// Registers user memory, for the `reg_user_mr` entry of the ops table
+    /// (`compat`).
+    ///
     /// # Safety
     ///
-    /// Only the RDMA core calls this, as `ib_device_ops.reg_user_mr`.
-    pub(super) unsafe extern "C" fn reg_user_mr(
+    /// Only the RDMA core's `reg_user_mr` call reaches this, with its `pd`.
+    pub(super) unsafe fn reg_user_mr(
         pd: *mut bindings::ib_pd,
         start: u64,
         length: u64,
         iova: u64,
         access: kernel::ffi::c_int,
-        _udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
         let ret = (|| {
             let access = Access::from_request(access as u32)?;

@@ -9,9 +9,9 @@
 //! part is dropped there, and never moved in between. The destroy verb
 //! also waits for the object's holders ([`super::hold`]) first.
 
-use super::hold::Holders;
+use super::{compat::init_in_place, hold::Holders};
 use core::mem::{align_of, size_of};
-use kernel::{init::PinInit, prelude::*, types::Opaque};
+use kernel::{prelude::*, types::Opaque};
 
 /// What every core-allocated object starts with, whatever the driver's
 /// type: the core's `C` (at offset 0, as `INIT_RDMA_OBJ_SIZE` requires)
@@ -71,7 +71,7 @@ impl<C, T> CoreObject<C, T> {
         // suitably sized, aligned allocation that nobody else uses yet, and
         // it stays where it is until the core frees it; the head is at
         // offset 0.
-        let Ok(()) = unsafe { head.__pinned_init(core.cast::<CoreHead<C>>()) };
+        let Ok(()) = unsafe { init_in_place(head, core.cast::<CoreHead<C>>()) };
     }
 
     /// Initialises the driver's part of an object whose head is
@@ -88,7 +88,7 @@ impl<C, T> CoreObject<C, T> {
         // SAFETY: per the function's contract the data's place is allocated,
         // aligned and unused, and stays where it is until the core frees it
         // (after `drop_data`).
-        unsafe { data.__pinned_init(core::ptr::addr_of_mut!((*this).data)) }
+        unsafe { init_in_place(data, core::ptr::addr_of_mut!((*this).data)) }
     }
 
     /// Initialises an object the core just set up: its head, then its

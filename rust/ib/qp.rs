@@ -7,6 +7,7 @@ use super::{
     ah::{self, Address},
     attr::LinkLayer,
     bindings,
+    compat::user_slice,
     cq::{self, CqOps, CqRef},
     device::DeviceObject,
     eopnotsupp,
@@ -19,7 +20,7 @@ use super::{
     Verbs,
 };
 use core::{marker::PhantomData, ptr};
-use kernel::{error::from_result, ffi, prelude::*, uaccess::UserSlice};
+use kernel::{error::from_result, ffi, prelude::*};
 
 /// Names a QP in a work completion (`ib_wc.qp`).
 ///
@@ -380,7 +381,7 @@ impl SendWr<'_> {
             let to = out.get_mut(done..done + len).ok_or(EINVAL)?;
             if self.user {
                 let addr = usize::try_from(sge.addr()).map_err(|_| EFAULT)?;
-                UserSlice::new(addr, len).reader().read_slice(to)?;
+                user_slice(addr, len).reader().read_slice(to)?;
             } else {
                 // SAFETY: `to` is `len` writable bytes; the source is only
                 // probed, a fault yields an error.

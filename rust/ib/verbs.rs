@@ -16,7 +16,7 @@ use super::{
     qp::QpOps,
     srq::SrqOps,
 };
-use core::{fmt::Write, marker::PhantomData, mem::MaybeUninit};
+use core::{convert::Infallible, fmt::Write, marker::PhantomData, mem::MaybeUninit};
 use kernel::{
     error::{from_result, VTABLE_DEFAULT_ERROR},
     ffi,
@@ -52,7 +52,7 @@ pub(crate) trait Verbs: Sized + 'static {
     const PORT_COUNTERS: &'static [CounterDesc] = &[];
     /// Reads the counters of `port` into `values`. Optional.
     fn port_counters(_dev: &Self::Device, _port: u32, _values: &mut [u64]) {
-        kernel::build_error(VTABLE_DEFAULT_ERROR)
+        kernel::build_error!(VTABLE_DEFAULT_ERROR)
     }
 
     /// Device attributes; read once by the core at registration.
@@ -70,9 +70,9 @@ pub(crate) trait Verbs: Sized + 'static {
     /// Entry `index` of the P_Key table of `port`.
     fn pkey(dev: &Self::Device, port: u32, index: u16) -> Result<u16>;
     /// A new user context (one per open of the uverbs device).
-    fn new_ucontext(dev: &Self::Device) -> Result<impl PinInit<Self::Ucontext, Error>>;
+    fn new_ucontext(dev: &Self::Device) -> Result<Self::Ucontext>;
     /// A new protection domain.
-    fn new_pd(dev: &Self::Device) -> Result<impl PinInit<Self::Pd, Error>>;
+    fn new_pd(dev: &Self::Device) -> Result<Self::Pd>;
     /// Called just before `pd` is dropped.
     fn release_pd(dev: &Self::Device, pd: Pin<&Self::Pd>);
 
@@ -89,83 +89,80 @@ type UcontextObject<T> = CoreObject<bindings::ib_ucontext, <T as Verbs>::Ucontex
 type PdObject<T> = CoreObject<bindings::ib_pd, <T as Verbs>::Pd>;
 
 impl<T: Verbs> Adapter<T> {
-    pub(super) const OPS: bindings::ib_device_ops = bindings::ib_device_ops {
-        // Stock rdma-core has no provider for a new driver id: match the qib
-        // provider's kernel-only ABI 1 (Documentation/rsoft.rst).
-        driver_id: bindings::rdma_driver_id_RDMA_DRIVER_QIB,
-        uverbs_abi_ver: 1,
-        dealloc_driver: Some(Self::dealloc_driver),
-        add_gid: Some(Self::add_gid),
-        get_link_layer: Some(Self::get_link_layer),
-        del_gid: Some(Self::del_gid),
-        query_device: Some(Self::query_device),
-        query_port: Some(Self::query_port),
-        get_port_immutable: Some(Self::get_port_immutable),
-        query_gid: Some(Self::query_gid),
-        query_pkey: Some(Self::query_pkey),
-        get_dev_fw_str: Some(Self::get_dev_fw_str),
-        alloc_ucontext: Some(Self::alloc_ucontext),
-        disassociate_ucontext: Some(Self::disassociate_ucontext),
-        dealloc_ucontext: Some(Self::dealloc_ucontext),
-        alloc_pd: Some(Self::alloc_pd),
-        dealloc_pd: Some(Self::dealloc_pd),
-        create_cq: Some(Self::create_cq),
-        destroy_cq: Some(Self::destroy_cq),
-        poll_cq: Some(Self::poll_cq),
-        req_notify_cq: Some(Self::req_notify_cq),
-        resize_cq: if <T::Cq as CqOps>::HAS_RESIZE {
-            Some(Self::resize_cq)
-        } else {
-            None
+    pub(super) const OPS: bindings::ib_device_ops = Self::with_compat_ops(
+        bindings::ib_device_ops {
+            // Stock rdma-core has no provider for a new driver id: match the qib
+            // provider's kernel-only ABI 1 (Documentation/rsoft.rst).
+            driver_id: bindings::rdma_driver_id_RDMA_DRIVER_QIB,
+            uverbs_abi_ver: 1,
+            dealloc_driver: Some(Self::dealloc_driver),
+            add_gid: Some(Self::add_gid),
+            get_link_layer: Some(Self::get_link_layer),
+            del_gid: Some(Self::del_gid),
+            query_device: Some(Self::query_device),
+            query_port: Some(Self::query_port),
+            get_port_immutable: Some(Self::get_port_immutable),
+            query_gid: Some(Self::query_gid),
+            query_pkey: Some(Self::query_pkey),
+            get_dev_fw_str: Some(Self::get_dev_fw_str),
+            alloc_ucontext: Some(Self::alloc_ucontext),
+            disassociate_ucontext: Some(Self::disassociate_ucontext),
+            dealloc_ucontext: Some(Self::dealloc_ucontext),
+            alloc_pd: Some(Self::alloc_pd),
+            dealloc_pd: Some(Self::dealloc_pd),
+            create_cq: Some(Self::create_cq),
+            destroy_cq: Some(Self::destroy_cq),
+            poll_cq: Some(Self::poll_cq),
+            req_notify_cq: Some(Self::req_notify_cq),
+            fill_res_cq_entry: if <T::Cq as CqOps>::HAS_FILL_RES {
+                Some(Self::fill_res_cq_entry)
+            } else {
+                None
+            },
+            alloc_hw_port_stats: if T::HAS_PORT_COUNTERS {
+                Some(Self::alloc_hw_port_stats)
+            } else {
+                None
+            },
+            get_hw_stats: if T::HAS_PORT_COUNTERS {
+                Some(Self::get_hw_stats)
+            } else {
+                None
+            },
+            create_qp: Some(Self::create_qp),
+            modify_qp: Some(Self::modify_qp),
+            query_qp: Some(Self::query_qp),
+            destroy_qp: Some(Self::destroy_qp),
+            post_send: Some(Self::post_send),
+            post_recv: Some(Self::post_recv),
+            get_dma_mr: Some(Self::get_dma_mr),
+            alloc_mr: Some(Self::alloc_mr),
+            map_mr_sg: Some(Self::map_mr_sg),
+            rereg_user_mr: if <T::Mr as MrOps>::HAS_REREG {
+                Some(Self::rereg_user_mr)
+            } else {
+                None
+            },
+            dereg_mr: Some(Self::dereg_mr),
+            create_ah: Some(Self::create_ah),
+            create_user_ah: Some(Self::create_ah),
+            destroy_ah: Some(Self::destroy_ah),
+            create_srq: Some(Self::create_srq),
+            modify_srq: Some(Self::modify_srq),
+            query_srq: Some(Self::query_srq),
+            destroy_srq: Some(Self::destroy_srq),
+            post_srq_recv: Some(Self::post_srq_recv),
+            size_ib_ucontext: UcontextObject::<T>::SIZE,
+            size_ib_pd: PdObject::<T>::SIZE,
+            size_ib_cq: Self::CQ_SIZE,
+            size_ib_qp: Self::QP_SIZE,
+            size_ib_ah: Self::AH_SIZE,
+            size_ib_srq: Self::SRQ_SIZE,
+            // SAFETY: all-zero is a valid `ib_device_ops`: no op, no size.
+            ..unsafe { MaybeUninit::zeroed().assume_init() }
         },
-        fill_res_cq_entry: if <T::Cq as CqOps>::HAS_FILL_RES {
-            Some(Self::fill_res_cq_entry)
-        } else {
-            None
-        },
-        alloc_hw_port_stats: if T::HAS_PORT_COUNTERS {
-            Some(Self::alloc_hw_port_stats)
-        } else {
-            None
-        },
-        get_hw_stats: if T::HAS_PORT_COUNTERS {
-            Some(Self::get_hw_stats)
-        } else {
-            None
-        },
-        create_qp: Some(Self::create_qp),
-        modify_qp: Some(Self::modify_qp),
-        query_qp: Some(Self::query_qp),
-        destroy_qp: Some(Self::destroy_qp),
-        post_send: Some(Self::post_send),
-        post_recv: Some(Self::post_recv),
-        reg_user_mr: Some(Self::reg_user_mr),
-        get_dma_mr: Some(Self::get_dma_mr),
-        alloc_mr: Some(Self::alloc_mr),
-        map_mr_sg: Some(Self::map_mr_sg),
-        rereg_user_mr: if <T::Mr as MrOps>::HAS_REREG {
-            Some(Self::rereg_user_mr)
-        } else {
-            None
-        },
-        dereg_mr: Some(Self::dereg_mr),
-        create_ah: Some(Self::create_ah),
-        create_user_ah: Some(Self::create_ah),
-        destroy_ah: Some(Self::destroy_ah),
-        create_srq: Some(Self::create_srq),
-        modify_srq: Some(Self::modify_srq),
-        query_srq: Some(Self::query_srq),
-        destroy_srq: Some(Self::destroy_srq),
-        post_srq_recv: Some(Self::post_srq_recv),
-        size_ib_ucontext: UcontextObject::<T>::SIZE,
-        size_ib_pd: PdObject::<T>::SIZE,
-        size_ib_cq: Self::CQ_SIZE,
-        size_ib_qp: Self::QP_SIZE,
-        size_ib_ah: Self::AH_SIZE,
-        size_ib_srq: Self::SRQ_SIZE,
-        // SAFETY: all-zero is a valid `ib_device_ops`: no op, no size.
-        ..unsafe { MaybeUninit::zeroed().assume_init() }
-    };
+        <T::Cq as CqOps>::HAS_RESIZE,
+    );
 
     /// # Safety
     ///
@@ -366,7 +363,7 @@ impl<T: Verbs> Adapter<T> {
             // and set its `device` to our device.
             unsafe {
                 let dev = Self::device((*uctx).device);
-                UcontextObject::<T>::init(uctx, T::new_ucontext(dev)?)?;
+                let Ok(()) = UcontextObject::<T>::init::<Infallible>(uctx, T::new_ucontext(dev)?);
             }
             Ok(0)
         })
@@ -404,7 +401,7 @@ impl<T: Verbs> Adapter<T> {
             // its `device` to our device.
             unsafe {
                 let dev = Self::device((*pd).device);
-                PdObject::<T>::init(pd, T::new_pd(dev)?)?;
+                let Ok(()) = PdObject::<T>::init::<Infallible>(pd, T::new_pd(dev)?);
             }
             Ok(0)
         })
