@@ -30,6 +30,19 @@ unsigned int rsoft_param_devices(void)
 	return devices;
 }
 
+static char *provider = "qib";
+module_param(provider, charp, 0444);
+MODULE_PARM_DESC(provider, "Stock rdma-core provider that opens the devices: qib (libipathverbs, default) or hfi1 (libhfi1verbs)");
+
+int rsoft_param_provider(void)
+{
+	if (sysfs_streq(provider, "qib"))
+		return 0;
+	if (sysfs_streq(provider, "hfi1"))
+		return 1;
+	return -EINVAL;
+}
+
 void rsoft_spin_lock_init(spinlock_t *lock, const char *name,
 			  struct lock_class_key *key)
 {

@@ -8,6 +8,8 @@
 
 /* module_param() is a macro: the parameters live on the C side. */
 unsigned int rsoft_param_devices(void);
+/* 0: qib, 1: hfi1, -EINVAL: anything else. */
+int rsoft_param_provider(void);
 
 /* spin_lock_init() and the irqsave variants are macros. */
 void rsoft_spin_lock_init(spinlock_t *lock, const char *name,

@@ -36,7 +36,7 @@ pub(crate) use attr::{DeviceAttr, Gid, GidType, LinkLayer, Mtu, PhysState, PortA
 pub(crate) use compat::swap_remove;
 pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, WcSink, WcStatus};
-pub(crate) use device::{DeviceConfig, Devices};
+pub(crate) use device::{DeviceConfig, Devices, Provider};
 pub(crate) use ids::{Key, QpNum};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};

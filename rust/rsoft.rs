@@ -61,7 +61,7 @@ impl kernel::Module for RsoftModule {
             return Err(EINVAL);
         }
         let fabric = Arc::pin_init(fabric::Fabric::new()?, GFP_KERNEL)?;
-        let devices = Arc::new(ib::Devices::new(module)?, GFP_KERNEL)?;
+        let devices = Arc::new(ib::Devices::new(module, params::provider()?)?, GFP_KERNEL)?;
         for index in 0..count {
             // Earlier devices unregister when `devices` drops on error.
             device::register_ib(&devices, &fabric, index)?;

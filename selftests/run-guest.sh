@@ -167,6 +167,33 @@ done
 check "20 x insmod, open/close context, rmmod" test $reload_ok = 1
 check "no device left after rmmod" test -z "$(ls /sys/class/infiniband)"
 
+# --- provider=hfi1: the device is opened by stock libhfi1verbs. Only that
+# provider is offered to libibverbs here, so the qib id must go unclaimed.
+if insmod "$ko" provider=hfi2 2>/dev/null || loaded; then
+	fail "insmod rsoft.ko provider=hfi2 is refused"
+	rmmod rsoft 2>/dev/null
+else
+	pass "insmod rsoft.ko provider=hfi2 is refused"
+fi
+only_hfi1=$(mktemp -d)
+cp /etc/libibverbs.d/hfi1verbs.driver "$only_hfi1/"
+mount --bind "$only_hfi1" /etc/libibverbs.d
+if insmod "$ko" devices=1; then
+	check "provider=qib (default): libhfi1verbs does not claim rsoft0" \
+		sh -c '! ibv_devices | grep -q rsoft0'
+	rmmod rsoft
+fi
+if insmod "$ko" devices=1 provider=hfi1; then
+	expect "provider=hfi1: libhfi1verbs opens rsoft0" 'state:\s+PORT_ACTIVE' ibv_devinfo -d rsoft0
+	"$top/selftests/pingpong.sh" "provider=hfi1: ibv_rc_pingpong -c" \
+		ibv_rc_pingpong -s 4096 -n 200 -c
+	check "provider=hfi1: rmmod" rmmod rsoft
+else
+	fail "insmod rsoft.ko provider=hfi1"
+fi
+umount /etc/libibverbs.d
+rm -rf "$only_hfi1"
+
 # --- RoCE links and the rdma_cm users on them (rdmacm-utils, perftest -R,
 # librpma, libfabric, pyverbs, NVMe over RDMA); the module as a user loads it
 if insmod "$ko"; then

@@ -96,11 +96,33 @@ pub(super) type DeviceObject<T> = CoreObject<bindings::ib_device, DeviceData<<T 
 pub(crate) struct Devices<T: Verbs> {
     list: Arc<DeviceList>,
     module: &'static ThisModule,
+    provider: Provider,
     _verbs: PhantomData<T>,
 }
 
+/// The stock rdma-core provider that opens the devices. Stock rdma-core
+/// has no provider for a new driver id; the two whose every verb can go
+/// through the kernel (uverbs ABI 1) are qib's and hfi1's, the same code.
+#[derive(Clone, Copy)]
+pub(crate) enum Provider {
+    /// `libipathverbs`, as driver `RDMA_DRIVER_QIB`.
+    Qib,
+    /// `libhfi1verbs`, as driver `RDMA_DRIVER_HFI1`: for the day rdma-core
+    /// drops `ipathverbs`.
+    Hfi1,
+}
+
+impl Provider {
+    fn driver_id(self) -> bindings::rdma_driver_id {
+        match self {
+            Self::Qib => bindings::rdma_driver_id_RDMA_DRIVER_QIB,
+            Self::Hfi1 => bindings::rdma_driver_id_RDMA_DRIVER_HFI1,
+        }
+    }
+}
+
 impl<T: Verbs> Devices<T> {
-    pub(crate) fn new(module: &'static ThisModule) -> Result<Self> {
+    pub(crate) fn new(module: &'static ThisModule, provider: Provider) -> Result<Self> {
         let list = Arc::pin_init(
             pin_init!(DeviceList {
                 devices <- new_mutex!(KVec::new(), "rsoft_devices"),
@@ -110,6 +132,7 @@ impl<T: Verbs> Devices<T> {
         Ok(Self {
             list,
             module,
+            provider,
             _verbs: PhantomData,
         })
     }
@@ -155,6 +178,7 @@ impl<T: Verbs> Devices<T> {
             bindings::ib_set_device_ops(raw, &Adapter::<T>::OPS);
             // The core pins this module while a process has the device open.
             (*raw).ops.owner = self.module.as_ptr().cast();
+            (*raw).ops.driver_id = self.provider.driver_id();
             (*raw).node_type = bindings::RDMA_NODE_IB_CA as u8;
             (*raw).node_guid = config.node_guid.to_be();
             (*raw).phys_port_cnt = 1;

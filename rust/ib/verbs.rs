@@ -91,9 +91,8 @@ type PdObject<T> = CoreObject<bindings::ib_pd, <T as Verbs>::Pd>;
 impl<T: Verbs> Adapter<T> {
     pub(super) const OPS: bindings::ib_device_ops = Self::with_compat_ops(
         bindings::ib_device_ops {
-            // Stock rdma-core has no provider for a new driver id: match the qib
-            // provider's kernel-only ABI 1 (Documentation/rsoft.rst).
-            driver_id: bindings::rdma_driver_id_RDMA_DRIVER_QIB,
+            // With ABI 1 the provider sends every verb through the kernel
+            // (Documentation/rsoft.rst); the driver id is `Provider`'s.
             uverbs_abi_ver: 1,
             dealloc_driver: Some(Self::dealloc_driver),
             add_gid: Some(Self::add_gid),
