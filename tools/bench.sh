@@ -26,7 +26,8 @@ mkdir -p "$build" "$out"
 cc -O2 -Wall -o "$build/limits" "$RSOFT_TOP/tools/bench/limits.c"
 # A clean first: the module is tiny, and its objects of another kernel
 # (the debug one) must not be reused.
-kmod=(make -s -C "$kdir" M="$RSOFT_TOP/tools/bench/kmod" "${KMAKE_VARS[@]}")
+module_vars "$kdir"
+kmod=(make -s -C "$kdir" M="$RSOFT_TOP/tools/bench/kmod" "${MODULE_VARS[@]}")
 "${kmod[@]}" clean >&2
 "${kmod[@]}" modules >&2
 

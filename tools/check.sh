@@ -21,7 +21,8 @@ build_log=$(mktemp "${TMPDIR:-/tmp}/rsoft-build.XXXXXX")
 KDIR=$kdir CLIPPY=1 tools/module.sh >/dev/null 2>"$build_log" || { cat "$build_log"; die "module build failed"; }
 ksrc=$(readlink -f "$kdir/source")
 make -s -C selftests KSRC="$ksrc" || die "selftest build failed"
-make -s -C "$kdir" M="$RSOFT_TOP/selftests/kverbs" "${KMAKE_VARS[@]}" modules >/dev/null ||
+module_vars "$kdir"
+make -s -C "$kdir" M="$RSOFT_TOP/selftests/kverbs" "${MODULE_VARS[@]}" modules >/dev/null ||
 	die "kernel-consumer test module build failed"
 
 # Host-side checks of the tree itself.
@@ -32,7 +33,9 @@ else
 	tap ok "build: no rustc or clippy warning"
 fi
 rm -f "$build_log"
-if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet -f include/*.[ch] selftests/*.[ch] selftests/fuzz/*.[ch] selftests/rpma/*.c selftests/roce/*.[ch] selftests/kverbs/rsoft_kverbs.c >/dev/null; then
+# kmalloc_obj() and its kin, which 7.x's checkpatch asks for, are not in
+# 6.12: one source serves both.
+if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet --ignore ALLOC_WITH_SIZEOF -f include/*.[ch] selftests/*.[ch] selftests/fuzz/*.[ch] selftests/rpma/*.c selftests/roce/*.[ch] selftests/kverbs/rsoft_kverbs.c >/dev/null; then
 	tap ok "checkpatch: C shims and selftests"
 else
 	tap "not ok" "checkpatch: C shims and selftests"

@@ -48,7 +48,7 @@ say "configuring $flavour kernel in $kdir"
 rm -rf "$kdir"
 mkdir -p "$kdir"
 # stdout is the build directory's path alone: make's chatter goes to stderr.
-kmake() { make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" "$@" >&2; }
+kmake() { make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" LLVM=1 "$@" >&2; }
 kmake -s rustavailable
 kmake -s tinyconfig
 cat "${frags[@]}" > "$kdir/rsoft.config"
@@ -77,7 +77,7 @@ done < "$kdir/rsoft.config"
 
 say "building $flavour kernel (about 15-25 min on 2 cores; log: $kdir/build.log)"
 start=$SECONDS
-make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" -j"$(nproc)" bzImage modules \
+make -C "$ksrc" O="$kdir" "${KMAKE_VARS[@]}" LLVM=1 -j"$(nproc)" bzImage modules \
 	> "$kdir/build.log" 2>&1 &
 build=$!
 trap 'kill "$build" 2>/dev/null' EXIT

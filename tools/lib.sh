@@ -27,8 +27,10 @@ NVME_CLI_VER=2.4+really2.3-3
 BINDGEN_ROOT=$RSOFT_CACHE/bindgen-$BINDGEN_VER
 export PATH=/usr/lib/llvm-$LLVM_VER/bin:$BINDGEN_ROOT/bin:$PATH:/usr/sbin:/sbin
 
-# Make variables for anything built against the kernel tree.
-KMAKE_VARS=(ARCH=x86_64 LLVM=1 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
+# Make variables for anything built against the kernel tree. The project's
+# own kernels are built with LLVM=1 (KASAN with Rust needs clang); see
+# module_vars for what is built against a kernel.
+KMAKE_VARS=(ARCH=x86_64 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc
 	HOSTRUSTC=/usr/bin/rustc BINDGEN="$BINDGEN_ROOT/bin/bindgen"
 	RUST_LIB_SRC=/usr/src/rustc-1.85.0/library
 	RUSTFMT=/usr/bin/rustfmt CLIPPY_DRIVER=/usr/bin/clippy-driver)
@@ -78,6 +80,16 @@ debian_unpack() {
 		dpkg-deb -x "$deb" "$dir"
 	done
 	rm -rf "$dl"
+}
+
+# module_vars KDIR: sets MODULE_VARS, the make variables for an external
+# module of the kernel in KDIR, which is built by that kernel's own C
+# compiler: clang (LLVM=1) or, as distributions build theirs, GCC.
+module_vars() {
+	MODULE_VARS=("${KMAKE_VARS[@]}")
+	if grep -qs '^CONFIG_CC_IS_CLANG=y' "$1/.config"; then
+		MODULE_VARS+=(LLVM=1)
+	fi
 }
 
 say() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }

@@ -8,5 +8,6 @@ set -euo pipefail
 "$RSOFT_TOP/tools/deps.sh"
 kdir=${KDIR:-$("$RSOFT_TOP/tools/kernel.sh" "${KFLAVOUR:-debug}")}
 say "building rsoft.ko against $kdir"
-make -s -C "$kdir" M="$RSOFT_TOP" "${KMAKE_VARS[@]}" ${CLIPPY:+CLIPPY=1} modules >&2
+module_vars "$kdir"
+make -s -C "$kdir" M="$RSOFT_TOP" "${MODULE_VARS[@]}" ${CLIPPY:+CLIPPY=1} modules >&2
 echo "$kdir"
