@@ -40,14 +40,6 @@ run() {
 		return 1
 	fi
 }
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.2
-	done
-}
 
 own_link=
 if ! rdma link show | grep -q "netdev eth0"; then

@@ -39,15 +39,6 @@ show() {
 			for (i = from + 1; i <= NR; i++) print p line[i]
 		}'
 }
-# until_ok SECONDS COMMAND...: COMMAND every 0.2 s until it succeeds.
-until_ok() {
-	local end=$((SECONDS + $1))
-	shift
-	until "$@"; do
-		((SECONDS < end)) || return 1
-		sleep 0.3
-	done
-}
 # The servers do not tell when they listen: look for their rdma_cm ID or
 # TCP socket. A server that died is not waited for (the client then fails
 # and both outputs show why).
@@ -334,6 +325,7 @@ echo "# pyverbs: $((SECONDS - t0)) s"
 
 # --- NVMe over RDMA: nvmet through configfs, nvme connect, I/O verified
 "$top/selftests/nvme-rdma.sh" "$type" "$ip4"
+"$top/selftests/srp.sh" "$type" "$ip4"	# SRP: ib_srpt through configfs, ib_srp over rdma_cm
 
 # --- rdma link delete with users still on the devices: the delete must
 # finish, the users must see the device go and exit.

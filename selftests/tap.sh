@@ -25,3 +25,13 @@ expect() {
 		sed 's/^/# /' <<<"$out"
 	fi
 }
+# until_ok SECONDS COMMAND...: runs the command every 0.2 s until it
+# succeeds; fails once SECONDS have passed.
+until_ok() {
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		((SECONDS < end)) || return 1
+		sleep 0.2
+	done
+}

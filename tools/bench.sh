@@ -3,7 +3,9 @@
 # make bench: rsoft against rxe and siw and against the machine's limits,
 # all measured in one guest of the benchmark kernel.
 #
-#   tools/bench.sh [OUTDIR]   (default Documentation/bench)
+#   tools/bench.sh [OUTDIR]   (default Documentation/bench, or
+#                             Documentation/bench/KVER beside it for a
+#                             kernel other than 6.12)
 #
 # Builds the release kernel (once; cached like the debug one), rsoft.ko and
 # the helpers of tools/bench/ against it, boots one guest that runs
@@ -13,7 +15,9 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-out=$(realpath -m "${1:-$RSOFT_TOP/Documentation/bench}")
+default=$RSOFT_TOP/Documentation/bench
+[[ $KVER == 6.12 ]] || default+=/$KVER
+out=$(realpath -m "${1:-$default}")
 build=$RSOFT_TOP/tools/bench/build
 start=$SECONDS
 
