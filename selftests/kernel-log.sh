@@ -19,9 +19,25 @@ else
 fi
 # Lockdep, KASAN, DEBUG_LIST and RCU reports all start with one of these.
 splat='WARNING:|BUG:|Oops|UBSAN:|KASAN:|INFO: |kmemleak: [0-9]+ new suspected|Call Trace|detected stall'
-if ! dmesg | grep -Eq "$splat"; then
+# One report is the kernel's own, not rsoft's: 7.x's NVMe target takes
+# nvmet_config_sem in an rdma_cm handler (I/O queue connect) and destroys
+# its listener's cm_id under it (port removal), on any RDMA device. It is
+# set aside, named, and only when the whole report is that cycle.
+known_nvmet='nvmet_config_sem.*handler_mutex|handler_mutex.*nvmet_config_sem'
+log=$(dmesg | awk -v known="$known_nvmet" '
+	/WARNING: possible circular locking dependency detected/ { inrep = 1; rep = "" }
+	inrep { rep = rep $0 "\n"; if (/<\/TASK>/) { inrep = 0
+		if (rep ~ /nvmet_config_sem/ && rep ~ /handler_mutex/ && rep !~ /rsoft/)
+			print "rsoft-known: lockdep: nvmet_config_sem vs handler_mutex (nvmet)"
+		else
+			printf "%s", rep
+	} next }
+	{ print }
+	END { if (inrep) printf "%s", rep }')
+grep '^rsoft-known: ' <<<"$log" | sed 's/^rsoft-known: /# the kernel'"'"'s own report, set aside: /'
+if ! grep -Eq "$splat" <<<"$log"; then
 	echo "ok - dmesg: no WARN/BUG/Oops/KASAN/lockdep/kmemleak report"
 else
 	echo "not ok - dmesg: no WARN/BUG/Oops/KASAN/lockdep/kmemleak report"
-	dmesg | grep -E -B20 -A40 "$splat" | head -200 | sed 's/^/# /'
+	grep -E -B20 -A40 "$splat" <<<"$log" | head -200 | sed 's/^/# /'
 fi
