@@ -28,6 +28,7 @@
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 
+#include "ib_find.h"
 #include "kselftest_module.h"
 
 KSTM_MODULE_GLOBALS();
@@ -1080,32 +1081,6 @@ static void __init report(int n, int ret, const char *what)
 
 #define MSGS	__stringify(NMSG) " messages"
 
-/*
- * The device under test, as a ULP finds it: a client of the RDMA core,
- * whose add callback sees every registered device. The device stays
- * registered at least until the client is unregistered.
- */
-static struct ib_device *under_test;
-
-static int find_device(struct ib_device *dev)
-{
-	if (!strcmp(dev_name(&dev->dev), DEVICE_NAME))
-		under_test = dev;
-	return 0;
-}
-
-static void forget_device(struct ib_device *dev, void *client_data)
-{
-	if (dev == under_test)
-		under_test = NULL;
-}
-
-static struct ib_client finder = {
-	.name = "rsoft_kverbs",
-	.add = find_device,
-	.remove = forget_device,
-};
-
 static void __init selftest(void)
 {
 	static const struct {
@@ -1122,14 +1097,10 @@ static void __init selftest(void)
 	struct ib_device *dev;
 	int i;
 
-	if (ib_register_client(&finder)) {
-		report(1, -ENODEV, ": registered as an RDMA client");
-		return;
-	}
-	dev = under_test;
+	dev = ib_find_begin(DEVICE_NAME);
 	if (!dev) {
 		report(1, -ENODEV, ": " DEVICE_NAME " found");
-		ib_unregister_client(&finder);
+		ib_find_end();
 		return;
 	}
 	for (i = 0; i < ARRAY_SIZE(runs); i++)
@@ -1149,7 +1120,7 @@ static void __init selftest(void)
 	       ": a REG_MR under a new key retires the old one");
 	report(++i, check_fastreg_bad(dev),
 	       ": fast registration's bad cases complete in error");
-	ib_unregister_client(&finder);
+	ib_find_end();
 }
 
 KSTM_MODULE_LOADERS(rsoft_kverbs);

@@ -22,6 +22,7 @@
 #include <linux/vmalloc.h>
 #include <rdma/ib_verbs.h>
 
+#include "ib_find.h"
 #include "kselftest_module.h"
 
 KSTM_MODULE_GLOBALS();
@@ -294,14 +295,15 @@ static void __init selftest(void)
 	int ret;
 
 	total_tests++;
-	dev = ib_device_get_by_name(device, RDMA_DRIVER_UNKNOWN);
+	dev = ib_find_begin(device);
 	if (!dev) {
+		ib_find_end();
 		failed_tests++;
 		pr_info("not ok 1 - %s not found\n", device);
 		return;
 	}
 	ret = run(dev);
-	ib_device_put(dev);
+	ib_find_end();
 	if (!ret)
 		ret = measure_memcpy(SZ_64K);
 	if (!ret)
