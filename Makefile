@@ -27,6 +27,9 @@ fuzz:
 bench:
 	@tools/bench.sh
 
+distro:
+	@tools/distro.sh
+
 kernel-release:
 	@tools/kernel.sh release
 
@@ -38,4 +41,4 @@ clean:
 	rm -rf tools/bench/build
 	rm -f tools/bench/kmod/*.ko tools/bench/kmod/*.o tools/bench/kmod/*.mod*
 
-.PHONY: all run check fuzz bench kernel-release clean
+.PHONY: all run check fuzz bench distro kernel-release clean

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # `make check`: build what the tests need (debug kernel, rsoft.ko,
-# selftests), run the guest test suite under QEMU and the host checks, and
+# selftests), run the guest test suite under QEMU, the host checks and the
+# run on Debian's stock 7.3 kernel (tools/distro.sh), and
 # end with "N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -53,6 +54,11 @@ say "host tests of the CQ ring (cargo test: model and loom)"
 say "running the guest test suite (debug kernel under QEMU)"
 if ! tools/vm.sh -k "$kdir" -n -t 3600 -- selftests/run-guest.sh | tee -a "$log"; then
 	tap "not ok" "guest test suite finished"
+fi
+
+say "Debian's stock 7.3 kernel: rsoft.ko built against it and tested in its guest (make distro)"
+if ! tools/distro.sh | tee -a "$log"; then
+	tap "not ok" "Debian stock kernel run finished"
 fi
 
 # TAP lines, plus cargo's "test result: ok. N passed; M failed" lines.
