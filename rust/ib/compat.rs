@@ -4,7 +4,8 @@
 //! in one place. The `rsoft_have_*` configurations are what
 //! `tools/kernel-features.sh` found the kernel to offer (probed, not read
 //! off a version, so that backports count); the C shims take the C-side
-//! differences. Nothing outside this file names them.
+//! differences. Outside this file only the lock backend (`irq_lock.rs`)
+//! names one: a trait's methods are implemented where its `impl` is.
 
 use super::{bindings, verbs::Adapter, Verbs};
 use kernel::{alloc::KVec, ffi, prelude::*, str::CStr, uaccess::UserSlice};
