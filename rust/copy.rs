@@ -7,7 +7,7 @@
 use crate::{
     ib::{self, Access, Memory, PdId, Remote, Sge},
     limits,
-    mr::{MrEntry, MrKey, Mrs},
+    mr::{MrKey, MrUse, Mrs},
 };
 use kernel::prelude::*;
 
@@ -118,7 +118,7 @@ struct Cursor<'s> {
     mrs: &'s Mrs,
     sges: core::slice::Iter<'s, SgeCopy>,
     /// The current SGE, its MR and its offset in the MR.
-    cur: Option<(SgeCopy, MrEntry, u64)>,
+    cur: Option<(SgeCopy, MrUse, u64)>,
     /// Bytes of `cur` already walked.
     done: u32,
 }
@@ -134,24 +134,30 @@ impl<'s> Cursor<'s> {
     }
 
     /// The next piece, at most `max` bytes: the memory, the offset in it
-    /// and the length. Fails if an SGE's MR has gone or shrunk.
+    /// and the length. Fails if an SGE's MR has gone, shrunk or is being
+    /// deregistered.
     fn take(&mut self, max: u32) -> Result<Option<(&Memory, u64, u32)>> {
         if !matches!(&self.cur, Some((sge, _, _)) if self.done < sge.length) {
+            // The previous MR is left before the next is entered.
+            self.cur = None;
             let Some(&sge) = self.sges.find(|s| s.length > 0) else {
                 return Ok(None);
             };
-            let mr = self.mrs.get(sge.lkey).ok_or(EINVAL)?;
-            let off = mr.offset_of(sge.addr, sge.length.into()).ok_or(EINVAL)?;
-            self.cur = Some((sge, mr, off));
+            let mr = self.mrs.enter(sge.lkey).ok_or(EINVAL)?;
+            let off = mr.entry().offset_of(sge.addr, sge.length.into());
+            self.cur = Some((sge, mr, off.ok_or(EINVAL)?));
             self.done = 0;
         }
         let Some((sge, mr, off)) = &self.cur else {
             return Ok(None);
         };
+        if mr.is_closing() {
+            return Err(EINVAL);
+        }
         let at = self.done;
         let len = (sge.length - at).min(max);
         self.done += len;
-        Ok(Some((&mr.mem, off + u64::from(at), len)))
+        Ok(Some((&mr.entry().mem, off + u64::from(at), len)))
     }
 
     /// Steps over `len` bytes.

@@ -7,8 +7,13 @@
 //! the table) and its memory reference counted: a transfer holds the
 //! regions it copies from and to, so a concurrent `dereg_mr` never frees
 //! memory under it; the pages are unpinned when the last holder lets go.
+//! A transfer also enters the registration's [`Gate`] while it touches the
+//! memory: `dereg_mr` and `rereg_mr` close it and wait, so that once they
+//! return the memory is not accessed again, as a consumer may then reuse
+//! it (a transfer stops at its next piece).
 
 use crate::{
+    gate::Gate,
     ib::{Access, FastReg, IrqSpinLock, Key, Memory, MrId, PdId},
     limits, new_irq_spinlock,
     table::Table,
@@ -56,9 +61,54 @@ pub(crate) struct MrEntry {
     pub(crate) iova: u64,
     pub(crate) access: Access,
     pub(crate) mem: Arc<Memory>,
+    /// The transfers inside the memory now.
+    users: Arc<Gate>,
+}
+
+/// A transfer's hold of a registration it is inside: while it lives,
+/// deregistration waits.
+pub(crate) struct MrUse(MrEntry);
+
+impl MrUse {
+    pub(crate) fn entry(&self) -> &MrEntry {
+        &self.0
+    }
+
+    /// Whether the registration is going: the transfer is to stop.
+    pub(crate) fn is_closing(&self) -> bool {
+        self.0.users.is_closed()
+    }
+}
+
+impl Drop for MrUse {
+    fn drop(&mut self) {
+        self.0.users.leave();
+    }
+}
+
+/// A new gate for a registration's transfers.
+fn new_users() -> Result<Arc<Gate>> {
+    Arc::pin_init(Gate::new(), GFP_KERNEL)
 }
 
 impl MrEntry {
+    /// A registration of `mem` at `iova`, for `pd` with `access`.
+    pub(crate) fn new(pd: PdId, iova: u64, access: Access, mem: Arc<Memory>) -> Result<Self> {
+        Ok(Self {
+            pd,
+            iova,
+            access,
+            mem,
+            users: new_users()?,
+        })
+    }
+
+    /// Closes the registration to transfers and waits for those inside;
+    /// the memory is not accessed again through it. Sleeps.
+    pub(crate) fn close(&self) {
+        self.users.close();
+    }
+
     /// The offset of `[addr, addr + len)` in the region, if it lies within.
     pub(crate) fn offset_of(&self, addr: u64, len: u64) -> Option<u64> {
         let off = addr.checked_sub(self.iova)?;
@@ -72,6 +122,10 @@ struct FastMr {
     id: MrId,
     pd: PdId,
     pages: Arc<Memory>,
+    /// Every registration of it shares the MR's gate, which only its
+    /// deregistration closes: an invalidation may come in atomic context,
+    /// and the pages are the kernel consumer's, not released on drop.
+    users: Arc<Gate>,
 }
 
 /// Why a fast-registration work request failed.
@@ -88,6 +142,18 @@ pub(crate) struct Slot {
     /// The registration; `None` while a fast-registration MR is invalid.
     entry: Option<MrEntry>,
     fast: Option<FastMr>,
+}
+
+impl Slot {
+    /// Closes the MR to transfers and waits for those inside. Sleeps.
+    pub(crate) fn close(&self) {
+        if let Some(entry) = &self.entry {
+            entry.close();
+        }
+        if let Some(fast) = &self.fast {
+            fast.users.close();
+        }
+    }
 }
 
 struct Slots {
@@ -149,13 +215,25 @@ impl Mrs {
     /// Takes a slot for the fast-registration MR `id` of `pd` over `pages`,
     /// invalid until [`Mrs::register_fast`].
     pub(crate) fn insert_fast(&self, id: MrId, pd: PdId, pages: Arc<Memory>) -> Result<MrKey> {
-        let fast = FastMr { id, pd, pages };
+        let fast = FastMr {
+            id,
+            pd,
+            pages,
+            users: new_users()?,
+        };
         self.insert(None, Some(fast)).map_err(|_| ENOMEM)
     }
 
     /// The MR `key` names, if it is registered and valid.
     pub(crate) fn get(&self, key: MrKey) -> Option<MrEntry> {
         self.slots.lock().named(key)?.entry.clone()
+    }
+
+    /// Enters the MR `key` names to access its memory, if it is
+    /// registered, valid and not being deregistered.
+    pub(crate) fn enter(&self, key: MrKey) -> Option<MrUse> {
+        let entry = self.get(key)?;
+        entry.users.enter().then_some(MrUse(entry))
     }
 
     /// Puts `entry` in place of the MR `key` names and returns the old
@@ -187,11 +265,11 @@ impl Mrs {
         let (key, index) = (MrKey::of(reg.key), MrKey::of(reg.mr_key).slot());
         let mut slots = self.slots.lock();
         let slot = slots.table.get_mut(index).ok_or(BadKey)?;
-        let mem = match &slot.fast {
+        let (mem, users) = match &slot.fast {
             Some(f)
                 if f.id == reg.mr && f.pd == pd && slot.entry.is_none() && key.slot() == index =>
             {
-                f.pages.clone()
+                (f.pages.clone(), f.users.clone())
             }
             _ => return Err(BadKey),
         };
@@ -200,6 +278,7 @@ impl Mrs {
             iova: reg.iova,
             access: reg.access,
             mem,
+            users,
         });
         slot.key = key.generation();
         Ok(())

@@ -22,12 +22,7 @@ impl ib::MrOps for Mr {
         iova: u64,
         access: Access,
     ) -> Result<(Key, impl PinInit<Self>)> {
-        let entry = MrEntry {
-            pd,
-            iova,
-            access,
-            mem: Arc::new(mem, GFP_KERNEL)?,
-        };
+        let entry = MrEntry::new(pd, iova, access, Arc::new(mem, GFP_KERNEL)?)?;
         // A refused MR is dropped outside the lock (it unpins).
         let key = dev.net.mrs().insert_entry(entry)?;
         Ok((key.key(), Mr { key, pages: None }))
@@ -56,7 +51,9 @@ impl ib::MrOps for Mr {
     }
 
     fn deregister(self: Pin<&Self>, dev: &RsoftDevice) {
-        drop(dev.net.mrs().remove(self.key));
+        if let Some(slot) = dev.net.mrs().remove(self.key) {
+            slot.close();
+        }
     }
 
     fn rereg(&self, dev: &RsoftDevice, change: &MrRereg) -> Result {
@@ -67,15 +64,11 @@ impl ib::MrOps for Mr {
             (Some(mem), Some(iova)) => (iova, Arc::new(mem, GFP_KERNEL)?),
             _ => (old.iova, old.mem.clone()),
         };
-        let new = MrEntry {
-            pd: change.pd.unwrap_or(old.pd),
-            iova,
-            access,
-            mem,
-        };
-        // The old region goes when its last transfer is done with it.
+        let new = MrEntry::new(change.pd.unwrap_or(old.pd), iova, access, mem)?;
+        // Transfers under the old registration finish (or stop) first; its
+        // memory goes when the last of them lets go.
         match dev.net.mrs().replace(self.key, new) {
-            Ok(old) => drop(old),
+            Ok(old) => old.close(),
             Err(new) => {
                 drop(new);
                 return Err(EINVAL);
