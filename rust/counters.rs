@@ -3,10 +3,7 @@
 //! What rsoft counts on its port, for `rdma statistic show` and the
 //! `hw_counters` directory in sysfs.
 
-use crate::{
-    ib::{CounterDesc, SendOp},
-    wq::Wqe,
-};
+use crate::ib::CounterDesc;
 use core::sync::atomic::{AtomicU64, Ordering};
 use kernel::c_str;
 
@@ -56,19 +53,11 @@ impl Counters {
         }
     }
 
-    /// Counts an executed send WQE that moved `len` bytes, and the
-    /// receive it consumed.
-    pub(crate) fn executed(&self, wqe: &Wqe, len: u32) {
-        let op = match wqe.op {
-            SendOp::Send => Counter::Sends,
-            SendOp::RdmaWrite(_) => Counter::RdmaWrites,
-            SendOp::RdmaRead(_) => Counter::RdmaReads,
-            SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => Counter::Atomics,
-            // Moves no data; not a port operation.
-            SendOp::Local(_) => return,
-        };
+    /// Counts an executed request of kind `op` that moved `len` bytes,
+    /// and the receive it consumed if `recv`.
+    pub(crate) fn executed(&self, op: Counter, recv: bool, len: u32) {
         self.add(op, 1);
-        self.add(Counter::Receives, wqe.consumes_recv().into());
+        self.add(Counter::Receives, recv.into());
         self.add(Counter::Bytes, len.into());
     }
 

@@ -8,12 +8,13 @@
 
 use crate::{
     complete::{self, After},
+    copy::Pace,
     ib::{QpState, Wc, WcOpcode, WcStatus},
     net::{Link, Net},
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
     retry::Plan,
     srq::SrqShared,
-    transport,
+    transport, wire,
 };
 use core::sync::atomic::Ordering;
 use kernel::sync::Arc;
@@ -158,7 +159,12 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
     if !ctx.worker && head.bytes() > INLINE_MAX {
         return Next::Defer;
     }
-    let did = transport::send(net, qp, &head, ctx.may_sleep, after);
+    let stop = || qp.is_closing();
+    let pace = Pace {
+        may_sleep: ctx.may_sleep,
+        stop: &stop,
+    };
+    let did = transport::send(net, &wire::Local, qp, &head, &pace, after);
     let Some(refusal) = after.refusal.take() else {
         return more(did);
     };

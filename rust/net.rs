@@ -175,37 +175,26 @@ impl Net {
         qps.get(qpn.slot())?.as_ref()?.enter()
     }
 
-    /// Enters QP `qpn` of the port that `av` names, as seen from this
-    /// port: the one place where a request finds its responder. An
-    /// InfiniBand port reaches its own QPs by its LID; a RoCE port reaches
-    /// the port that answers the GID.
-    pub(crate) fn peer(&self, av: &Address, qpn: Qpn) -> Option<QpUse> {
+    /// Calls `f` on the local port that `av` names, as seen from this
+    /// port: the one place where a request finds its responder's port. An
+    /// InfiniBand port reaches itself by its LID; a RoCE port reaches the
+    /// port that answers the GID.
+    pub(crate) fn with_port<R>(&self, av: &Address, f: impl FnOnce(&Net) -> R) -> Option<R> {
         match self.link {
-            Link::Ib { lid, .. } => (av.dlid == lid).then(|| self.qp(qpn)).flatten(),
+            Link::Ib { lid, .. } => (av.dlid == lid).then(|| f(self)),
             Link::Roce => {
                 let dgid = av.grh.as_ref()?.dgid;
                 if !self.is_up() {
                     return None;
                 }
-                self.fabric.port_of(&dgid)?.qp(qpn)
+                Some(f(&*self.fabric.port_of(&dgid)?))
             }
         }
     }
 
-    /// Whether `av`, the path of a responder's QP, leads back to this
-    /// port: an RC responder answers its connected peer alone. On
-    /// InfiniBand a device is its own fabric, so the QP number says it all.
-    pub(crate) fn is_reached_by(&self, av: &Address) -> bool {
-        match self.link {
-            Link::Ib { .. } => true,
-            Link::Roce => av.grh.as_ref().is_some_and(|g| {
-                self.gids
-                    .lock()
-                    .iter()
-                    .flatten()
-                    .any(|(gid, _)| *gid == g.dgid)
-            }),
-        }
+    /// Enters QP `qpn` of the port that `av` names, as seen from this port.
+    pub(crate) fn peer(&self, av: &Address, qpn: Qpn) -> Option<QpUse> {
+        self.with_port(av, |port| port.qp(qpn)).flatten()
     }
 
     /// The first QP from number `from` on that has sends queued.

@@ -19,6 +19,7 @@ use crate::{
         QpQuery, QpState, QpType, Timer,
     },
     new_irq_spinlock,
+    psn::Psn,
     retry::Retries,
     srq::SrqShared,
     wq::WorkQueue,
@@ -78,6 +79,12 @@ pub(crate) struct QpInner {
     pub(crate) sq_epoch: u32,
     /// What the head send WQE has spent of its retries.
     pub(crate) retries: Retries,
+    /// The requester's next PSN (`sq_psn` when set).
+    pub(crate) req_psn: Psn,
+    /// The PSN the responder expects (`rq_psn` when set).
+    pub(crate) resp_psn: Psn,
+    /// The responder's last atomic and its result, for a duplicate.
+    pub(crate) last_atomic: Option<(Psn, u64)>,
 }
 
 /// A queue pair.
@@ -194,6 +201,9 @@ impl QpShared {
             rq_busy: 0,
             sq_epoch: 0,
             retries: Retries::default(),
+            req_psn: Psn::default(),
+            resp_psn: Psn::default(),
+            last_atomic: None,
         };
         let srq = attr.srq.map(|srq| srq.shared.clone());
         Arc::pin_init(
@@ -271,6 +281,13 @@ impl QpInner {
         set(&mut a.max_rd_atomic, m.max_rd_atomic);
         set(&mut a.max_dest_rd_atomic, m.max_dest_rd_atomic);
         set(&mut a.qkey, m.qkey);
+        if let Some(psn) = m.sq_psn {
+            self.req_psn = Psn::new(psn);
+        }
+        if let Some(psn) = m.rq_psn {
+            self.resp_psn = Psn::new(psn);
+            self.last_atomic = None;
+        }
         if let Some(next) = m.state {
             if next == QpState::Reset {
                 // RESET discards all work without completions.

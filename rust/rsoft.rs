@@ -25,6 +25,7 @@ mod mr;
 mod net;
 mod params;
 mod payload;
+mod psn;
 mod qp;
 mod quota;
 mod retry;
@@ -35,6 +36,7 @@ mod srq;
 mod table;
 mod transport;
 mod verbs;
+mod wire;
 mod wq;
 
 module! {

@@ -5,7 +5,7 @@
 
 use crate::{
     copy::SgeCopy,
-    ib::{Datagram, Key, LocalOp, RecvWrs, SendOp, WcEx, WcOpcode},
+    ib::{Datagram, Key, LocalOp, RecvWrs, SendOp, WcOpcode},
 };
 use kernel::prelude::*;
 
@@ -28,15 +28,6 @@ pub(crate) struct Wqe {
 }
 
 impl Wqe {
-    /// Whether the operation takes a receive WQE at the responder.
-    pub(crate) fn consumes_recv(&self) -> bool {
-        match self.op {
-            SendOp::Send => true,
-            SendOp::RdmaWrite(_) => self.imm.is_some(),
-            _ => false,
-        }
-    }
-
     /// The opcode of the requester's completion.
     pub(crate) fn send_opcode(&self) -> WcOpcode {
         match self.op {
@@ -47,15 +38,6 @@ impl Wqe {
             SendOp::FetchAdd { .. } => WcOpcode::FetchAdd,
             SendOp::Local(LocalOp::RegMr(_)) => WcOpcode::RegMr,
             SendOp::Local(LocalOp::Invalidate(_)) => WcOpcode::LocalInv,
-        }
-    }
-
-    /// What the responder's completion carries besides the data.
-    pub(crate) fn recv_ex(&self) -> WcEx {
-        match (self.imm, self.invalidate) {
-            (Some(imm), _) => WcEx::Imm(imm),
-            (None, Some(key)) => WcEx::Invalidated(key),
-            (None, None) => WcEx::None,
         }
     }
 

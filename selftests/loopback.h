@@ -35,6 +35,8 @@ struct rc_path {
 	 * ACK timeouts of 4.096 us << timeout.
 	 */
 	uint8_t timeout, retry_cnt;
+	/* The first PSN sent, and the one expected from the peer. */
+	uint32_t sq_psn, rq_psn;
 };
 
 /* Moves @qp (in RESET) through INIT, RTR and RTS along @p. */
@@ -54,7 +56,7 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 	attr.qp_state = IBV_QPS_RTR;
 	attr.path_mtu = p->mtu;
 	attr.dest_qp_num = p->dest_qpn;
-	attr.rq_psn = 0;
+	attr.rq_psn = p->rq_psn;
 	attr.max_dest_rd_atomic = 1;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr = p->av;
@@ -68,7 +70,7 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 	attr.timeout = p->timeout;
 	attr.retry_cnt = p->retry_cnt;
 	attr.rnr_retry = p->rnr_retry;
-	attr.sq_psn = 0;
+	attr.sq_psn = p->sq_psn;
 	attr.max_rd_atomic = 1;
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | (uc ? 0 :
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |

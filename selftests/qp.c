@@ -518,13 +518,75 @@ TEST_F(qp, receiver_not_ready)
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
 	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
 
-	/* rnr_retry is set on RTR -> RTS only: reconnect a with 0. */
+	/*
+	 * rnr_retry is set on RTR -> RTS only: reconnect a with 0, and b with
+	 * it, so that a's first PSN is again the one b expects (to b, a
+	 * request with the PSN it took already is a duplicate).
+	 */
 	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_RESET));
 	ASSERT_EQ(0, rsoft_connect_rnr(lb->a, 1, lb->b->qp_num, 0));
+	ASSERT_EQ(0, rsoft_connect_rnr(lb->b, 1, lb->a->qp_num, 0));
 	ASSERT_EQ(0, post_send(lb, lb->a, 3, 0, 8));
 	ASSERT_EQ(1, poll_one(lb->scq, &wc));
 	EXPECT_EQ(IBV_WC_RNR_RETRY_EXC_ERR, wc.status);
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+}
+
+/*
+ * PSNs end to end: a request whose PSN b took already is a duplicate,
+ * acknowledged and not executed again (b's receive stays posted); the
+ * next one is executed.
+ */
+TEST_F(qp, duplicate_psn_acknowledged_not_executed)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 8));
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	/* a starts again at PSN 0; b expects 1. */
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect(lb->a, 1, lb->b->qp_num));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 8));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(4, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, poll_one(lb->rcq, &wc));
+	/* PSN 1: executed, into the receive still posted. */
+	ASSERT_EQ(0, post_send(lb, lb->a, 5, 0, 16));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc));
+	EXPECT_EQ(3, wc.wr_id);
+	EXPECT_EQ(16, wc.byte_len);
+}
+
+/*
+ * A request ahead of the PSN b expects meets a sequence error NAK; the
+ * requester goes back to b's PSN, which it has no request for, and its
+ * retries run out. Nothing reaches b.
+ */
+TEST_F(qp, psn_ahead_retries_then_fails)
+{
+	struct loopback *lb = &self->lb;
+	struct rc_path p = {
+		.av = { .dlid = 1, .port_num = 1 }, .mtu = IBV_MTU_4096,
+		.dest_qpn = lb->b->qp_num, .access = IBV_ACCESS_LOCAL_WRITE,
+		.rnr_retry = 7, .timeout = 10, .retry_cnt = 2, .sq_psn = 100,
+	};
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rc_connect(lb->a, &p));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 1, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 8));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 10));
+	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+	EXPECT_EQ(0, poll_one(lb->rcq, &wc));
 }
 
 /* Unknown optional access bits are ignored; unsupported ones refused. */

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Packet sequence numbers: what orders an RC QP's requests and answers,
+//! kept by its requester (the next to send) and its responder (the next
+//! expected).
+
+/// A packet sequence number: 24 bits, wrapping.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Psn(u32);
+
+/// Where a request's PSN lies against the one its responder expects.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sequence {
+    Expected,
+    /// Within the half of the PSN space behind: executed before.
+    Duplicate,
+    /// Ahead: requests were lost in between.
+    Ahead,
+}
+
+impl Psn {
+    const MASK: u32 = (1 << 24) - 1;
+
+    pub(crate) fn new(psn: u32) -> Self {
+        Self(psn & Self::MASK)
+    }
+
+    pub(crate) fn next(self) -> Self {
+        Self::new(self.0.wrapping_add(1))
+    }
+
+    /// Where `self` lies against `expected`.
+    pub(crate) fn against(self, expected: Psn) -> Sequence {
+        let behind = expected.0.wrapping_sub(self.0) & Self::MASK;
+        match behind {
+            0 => Sequence::Expected,
+            d if d <= Self::MASK / 2 => Sequence::Duplicate,
+            _ => Sequence::Ahead,
+        }
+    }
+}

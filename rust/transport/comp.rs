@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: retires the head send WQE from its responder's answer
+//! (or from the silence that stands for one), puts a READ's data or an
+//! atomic's result into its local buffers, and decides what a refusal
+//! comes to.
+
+use super::{
+    packet::{Nak, Response},
+    req::Head,
+};
+use crate::{
+    complete::{self, After},
+    copy::{copy_sges, write_sges, Pace},
+    ib::{QpType, Wc, WcOpcode, WcStatus},
+    net::Net,
+    qp::QpUse,
+    retry::{Refusal, Retries},
+};
+
+/// Retires the head WQE of `qp` (copied as `head`) from `response`, its
+/// responder's answer; `None` when none came. Returns whether there may
+/// be more to do.
+pub(crate) fn answer(
+    net: &Net,
+    qp: &QpUse,
+    head: &Head,
+    response: Option<Response>,
+    pace: &Pace<'_>,
+    after: &mut After,
+) -> bool {
+    let len = match response {
+        Some(_) => head.len(),
+        // What was not answered is not said to have moved anything.
+        None => 0,
+    };
+    let status = match response {
+        // RC expects an answer: it tries again until its retries run out.
+        // UC and UD expect none and never know.
+        None if qp.qp_type == QpType::Rc => return refused(head, Refusal::Silence, after),
+        None | Some(Response::Ack) => WcStatus::Success,
+        Some(Response::Read(src)) => local(copy_sges(net.mrs(), head.sges(), 0, &[src], pace)),
+        Some(Response::Atomic(old)) => {
+            local(write_sges(net.mrs(), head.sges(), 0, &old.to_ne_bytes()))
+        }
+        Some(Response::Nak(nak)) => match nak {
+            Nak::Rnr(timer) => return refused(head, Refusal::Rnr(timer), after),
+            // Go back to the PSN the responder expects: with one request
+            // outstanding that is the head's, so it is tried again like an
+            // unanswered one.
+            Nak::Sequence => return refused(head, Refusal::Silence, after),
+            Nak::InvalidRequest => WcStatus::RemoteInvalidRequest,
+            Nak::RemoteAccess => WcStatus::RemoteAccess,
+            Nak::RemoteOperation => WcStatus::RemoteOperation,
+        },
+    };
+    let len = if status == WcStatus::Success { len } else { 0 };
+    finish(net, qp, head, status, len, after)
+}
+
+/// The status of the requester's completion after it put a response's
+/// data into its buffers (an MR deregistered meanwhile fails it).
+fn local(moved: kernel::error::Result) -> WcStatus {
+    match moved {
+        Ok(()) => WcStatus::Success,
+        Err(_) => WcStatus::LocalProtection,
+    }
+}
+
+/// The responder did not take the head request: it is to be retried. An
+/// RNR wait with `rnr_retry` 7 never runs out: the receive's post runs the
+/// requester again.
+fn refused(head: &Head, refusal: Refusal, after: &mut After) -> bool {
+    if !matches!(refusal, Refusal::Rnr(_)) || head.budget().rnr_retry != 7 {
+        after.refusal = Some(refusal);
+    }
+    false
+}
+
+/// Takes the head send WQE (`head`) off the queue and completes it with
+/// `status` if it is signaled or failed. Returns whether there may be more
+/// to do (a later post runs the QP again anyway).
+pub(crate) fn finish(
+    net: &Net,
+    qp: &QpUse,
+    head: &Head,
+    status: WcStatus,
+    len: u32,
+    after: &mut After,
+) -> bool {
+    let (popped, more) = {
+        let mut inner = qp.inner.lock();
+        // A RESET meanwhile discarded it, without a completion.
+        let popped = if head.is_queued(&inner) {
+            inner.retries = Retries::default();
+            if head.psn().is_some() {
+                inner.req_psn = inner.req_psn.next();
+            }
+            inner.sq.pop()
+        } else {
+            None
+        };
+        (popped, !inner.sq.is_empty())
+    };
+    let Some(wqe) = popped else {
+        return more;
+    };
+    if !(wqe.signaled || qp.sq_sig_all || status != WcStatus::Success) {
+        return more;
+    }
+    let wc = Wc {
+        wr_id: wqe.wr_id,
+        qp: qp.id(),
+        status,
+        opcode: if status == WcStatus::Success {
+            wqe.send_opcode()
+        } else {
+            WcOpcode::Send
+        },
+        byte_len: len,
+        ..Wc::EMPTY
+    };
+    // An error leaves the QP to flush.
+    complete::complete(net, qp, qp.send_cq(), wc, false, after) || more
+}

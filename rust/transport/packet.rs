@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What passes between the requester, the responder and the completer: a
+//! request with its PSN and the IB opcode it would carry on a wire, and
+//! the responder's answer. A wire carries these; the local wire by a direct
+//! call, with the data left where it is and copied once by whoever takes it.
+
+use crate::{
+    copy::SgeCopy,
+    counters::Counter,
+    ib::{Datagram, Gid, Key, QpType, SendOp},
+    net::Link,
+    payload::Payload,
+    psn::Psn,
+    qp::Qpn,
+    wq::Wqe,
+};
+
+/// The operation of a request, as the BTH opcode names it for its QP type.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Opcode {
+    Send,
+    SendImm,
+    SendInv,
+    Write,
+    WriteImm,
+    Read,
+    CompareSwap,
+    FetchAdd,
+}
+
+impl Opcode {
+    /// The opcode of a WQE's request; `None` for a local operation, which
+    /// goes nowhere.
+    pub(crate) fn of(wqe: &Wqe) -> Option<Self> {
+        Some(match wqe.op {
+            SendOp::Send if wqe.imm.is_some() => Self::SendImm,
+            SendOp::Send if wqe.invalidate.is_some() => Self::SendInv,
+            SendOp::Send => Self::Send,
+            SendOp::RdmaWrite(_) if wqe.imm.is_some() => Self::WriteImm,
+            SendOp::RdmaWrite(_) => Self::Write,
+            SendOp::RdmaRead(_) => Self::Read,
+            SendOp::CompareSwap { .. } => Self::CompareSwap,
+            SendOp::FetchAdd { .. } => Self::FetchAdd,
+            SendOp::Local(_) => return None,
+        })
+    }
+
+    /// The BTH opcode of a one-packet request of this operation on `qp_type`
+    /// (IBA 9.2: the transport in the top three bits, the operation below),
+    /// or `None` where that QP type has no such request.
+    pub(crate) fn bth(self, qp_type: QpType) -> Option<u8> {
+        let transport = match qp_type {
+            QpType::Rc => 0x00,
+            QpType::Uc => 0x20,
+            QpType::Ud | QpType::Gsi => 0x60,
+        };
+        let op = match self {
+            Self::Send => 0x04,
+            Self::SendImm => 0x05,
+            Self::Write => 0x0a,
+            Self::WriteImm => 0x0b,
+            Self::Read => 0x0c,
+            Self::CompareSwap => 0x13,
+            Self::FetchAdd => 0x14,
+            Self::SendInv => 0x17,
+        };
+        let valid = match qp_type {
+            QpType::Rc => true,
+            QpType::Uc => matches!(
+                self,
+                Self::Send | Self::SendImm | Self::Write | Self::WriteImm
+            ),
+            QpType::Ud | QpType::Gsi => matches!(self, Self::Send | Self::SendImm),
+        };
+        valid.then_some(transport | op)
+    }
+
+    /// The port counter of an executed request of this operation.
+    pub(crate) fn counter(self) -> Counter {
+        match self {
+            Self::Send | Self::SendImm | Self::SendInv => Counter::Sends,
+            Self::Write | Self::WriteImm => Counter::RdmaWrites,
+            Self::Read => Counter::RdmaReads,
+            Self::CompareSwap | Self::FetchAdd => Counter::Atomics,
+        }
+    }
+
+    /// Whether the request takes a receive WQE at the responder.
+    pub(crate) fn consumes_recv(self) -> bool {
+        matches!(
+            self,
+            Self::Send | Self::SendImm | Self::SendInv | Self::WriteImm
+        )
+    }
+}
+
+/// The sending port and QP, as a packet names them (the SLID, or the SGID
+/// of its GRH, and the source QPN).
+#[derive(Clone, Copy)]
+pub(crate) struct Source {
+    pub(crate) qpn: Qpn,
+    pub(crate) port: Link,
+    /// The GID the packet comes from, when it has a GRH.
+    pub(crate) sgid: Option<Gid>,
+}
+
+/// A request on its way to its responder.
+pub(crate) struct Request<'a> {
+    pub(crate) psn: Psn,
+    pub(crate) opcode: Opcode,
+    /// The BTH opcode: what the responder checks against its QP type.
+    pub(crate) bth: u8,
+    pub(crate) src: Source,
+    pub(crate) dest: Qpn,
+    /// The operation with its RETH or AtomicETH fields.
+    pub(crate) op: SendOp,
+    pub(crate) imm: Option<u32>,
+    pub(crate) invalidate: Option<Key>,
+    pub(crate) solicited: bool,
+    /// DETH and the route of a datagram, with the Q_Key resolved.
+    pub(crate) datagram: Option<(Datagram, u32)>,
+    /// The message length (RETH's DMA length for a READ or an atomic).
+    pub(crate) len: u32,
+    /// The payload of a SEND or WRITE, in the requester's memory.
+    pub(crate) data: &'a Payload,
+}
+
+/// NAK codes (IBA 9.7.5.2.6 and the RNR NAK).
+#[derive(Clone, Copy)]
+pub(crate) enum Nak {
+    /// Receiver not ready, with the responder's RNR timer (IB encoding).
+    Rnr(u8),
+    /// PSN sequence error: the responder expects an earlier PSN.
+    Sequence,
+    InvalidRequest,
+    RemoteAccess,
+    RemoteOperation,
+}
+
+/// A responder's answer to a request.
+pub(crate) enum Response {
+    /// Executed (a SEND, WRITE or a duplicate of one).
+    Ack,
+    /// A READ's data: the responder's memory, checked, for the completer
+    /// to copy into the request's local buffers.
+    Read(SgeCopy),
+    /// An atomic's original value.
+    Atomic(u64),
+    Nak(Nak),
+}

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester: turns the head send WQE of a QP into a request with the
+//! next PSN, after the checks that need no responder (its local buffers,
+//! its length, its destination), and hands it to the wire. A local
+//! operation (fast registration, invalidation) goes nowhere: the requester
+//! executes it in order with the QP's other work.
+
+use super::{
+    comp,
+    packet::{Opcode, Request, Source},
+    Wire,
+};
+use crate::{
+    complete::After,
+    copy::{BadSge, Pace, SgeCopy},
+    fastreg,
+    ib::{Access, QpQuery, QpType, SendOp, WcStatus},
+    limits,
+    net::Net,
+    payload::Payload,
+    psn::Psn,
+    qp::{QpInner, QpUse, Qpn},
+    retry::Budget,
+    wq::Wqe,
+};
+
+/// A `remote_qkey` with this bit set means "use the sending QP's Q_Key".
+const QKEY_FROM_QP: u32 = 1 << 31;
+
+/// The head send WQE of a QP and what executing it needs of the QP,
+/// copied out under the QP's lock.
+pub(crate) struct Head {
+    wqe: Wqe,
+    data: Payload,
+    /// The send queue's epoch when copied (see [`QpInner::sq_epoch`]).
+    epoch: u32,
+    /// The PSN its request carries.
+    psn: Psn,
+    attr: QpQuery,
+}
+
+impl Head {
+    pub(crate) fn of(inner: &QpInner) -> Option<Self> {
+        let (wqe, sges) = inner.sq.front()?;
+        Some(Self {
+            wqe: *wqe,
+            data: Payload::new(sges, inner.sq.front_inline()),
+            epoch: inner.sq_epoch,
+            psn: inner.req_psn,
+            attr: inner.attr,
+        })
+    }
+
+    /// What executing it copies.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.data.len()
+    }
+
+    /// The message length, once checked (at most [`limits::MAX_MSG_SIZE`]).
+    pub(crate) fn len(&self) -> u32 {
+        u32::try_from(self.data.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Its local buffers: where a READ or an atomic puts its result.
+    pub(crate) fn sges(&self) -> &[SgeCopy] {
+        self.data.sges()
+    }
+
+    /// The PSN of its request; `None` for a local operation.
+    pub(crate) fn psn(&self) -> Option<Psn> {
+        Opcode::of(&self.wqe).map(|_| self.psn)
+    }
+
+    /// How often it may be retried, and after how long.
+    pub(crate) fn budget(&self) -> Budget {
+        Budget {
+            rnr_retry: self.attr.rnr_retry,
+            retry_cnt: self.attr.retry_cnt,
+            timeout: self.attr.timeout,
+        }
+    }
+
+    /// Whether it is still on the queue whose lock `inner` is: a RESET
+    /// since it was copied discarded it.
+    pub(crate) fn is_queued(&self, inner: &QpInner) -> bool {
+        inner.sq_epoch == self.epoch
+    }
+}
+
+/// Executes or fails the head send WQE of `qp` (copied as `head`).
+/// Returns whether there may be more to do.
+pub(crate) fn send(
+    net: &Net,
+    wire: &dyn Wire,
+    qp: &QpUse,
+    head: &Head,
+    pace: &Pace<'_>,
+    after: &mut After,
+) -> bool {
+    let fail = |status, after: &mut After| comp::finish(net, qp, head, status, 0, after);
+    let Some(opcode) = Opcode::of(&head.wqe) else {
+        let status = match &head.wqe.op {
+            SendOp::Local(op) => fastreg::execute(net.mrs(), qp.pd, op),
+            _ => WcStatus::LocalQpOperation,
+        };
+        return fail(status, after);
+    };
+    let Some(bth) = opcode.bth(qp.qp_type) else {
+        return fail(WcStatus::LocalQpOperation, after);
+    };
+    // Reads and atomics write their result into the local SGEs.
+    let need = match opcode {
+        Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd => Access::LOCAL_WRITE,
+        _ => Access::LOCAL_READ,
+    };
+    let len = match head.data.check(net.mrs(), qp.pd, need) {
+        Err(BadSge) => return fail(WcStatus::LocalProtection, after),
+        Ok(len) => len,
+    };
+    // A datagram is at most the port's MTU; an atomic is 8 bytes.
+    let max = match (qp.qp_type, opcode) {
+        (QpType::Ud | QpType::Gsi, _) => net.mtu(),
+        (_, Opcode::CompareSwap | Opcode::FetchAdd) if len != 8 => 0,
+        _ => limits::MAX_MSG_SIZE,
+    };
+    let len = match u32::try_from(len) {
+        Ok(len) if len <= max => len,
+        _ => return fail(WcStatus::LocalLength, after),
+    };
+    let (to, dest, datagram) = match head.wqe.datagram {
+        Some(d) => {
+            let qkey = if d.remote_qkey & QKEY_FROM_QP != 0 {
+                head.attr.qkey
+            } else {
+                d.remote_qkey
+            };
+            (d.address, Qpn::of(d.remote_qpn), Some((d, qkey)))
+        }
+        None if qp.qp_type.is_datagram() => return fail(WcStatus::LocalProtection, after),
+        None => (head.attr.av, Qpn::of(head.attr.dest_qpn), None),
+    };
+    let req = Request {
+        psn: head.psn,
+        opcode,
+        bth,
+        src: Source {
+            qpn: qp.qpn,
+            port: net.link,
+            sgid: to.grh.as_ref().map(|g| g.sgid),
+        },
+        dest,
+        op: head.wqe.op,
+        imm: head.wqe.imm,
+        invalidate: head.wqe.invalidate,
+        solicited: head.wqe.solicited,
+        datagram,
+        len,
+        data: &head.data,
+    };
+    let response = wire.carry(net, &to, &req, pace, after);
+    comp::answer(net, qp, head, response, pace, after)
+}
+
+/// The head WQE of `qp` was refused more often than its retries allow: it
+/// completes in error with `status`.
+pub(crate) fn retries_exceeded(
+    net: &Net,
+    qp: &QpUse,
+    head: &Head,
+    status: WcStatus,
+    after: &mut After,
+) -> bool {
+    comp::finish(net, qp, head, status, 0, after)
+}

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: takes a request when it arrives at its QP, checks it
+//! (connection, state, PSN, opcode, Q_Key, keys and access, lengths,
+//! receive), executes it and answers. A datagram, at most one MTU, is
+//! delivered under the responder's lock, which keeps the receive
+//! completions of concurrent senders in order; other data moves with no
+//! lock held.
+
+use super::packet::{Nak, Opcode, Request, Response};
+use crate::{
+    complete::{self, After},
+    copy::{check_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
+    grh::{self, GRH_LEN},
+    ib::{Access, PdId, QpState, QpType, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
+    mr::MrKey,
+    net::{Link, Net},
+    psn::Sequence,
+    qp::{QpInner, QpShared, QpUse},
+    wq::Wqe,
+};
+use kernel::prelude::*;
+
+/// A receive WQE a request took.
+struct Recv {
+    wqe: Wqe,
+    sges: SgeList,
+    /// Taken from the QP's own receive queue (counted in `rq_busy`).
+    own: bool,
+}
+
+/// What the responder makes of a request, decided under its lock.
+enum Verdict {
+    /// Execute it, with the receive it takes, if any.
+    Execute(Option<Recv>),
+    /// Executed before: answered again, never executed again.
+    Answer(Response),
+    /// Refused; a receive it took completes in error with the status.
+    Nak(Nak, Option<(Recv, WcStatus)>),
+    /// Dropped without a word.
+    Drop,
+}
+
+/// Takes `req`, which arrived at `port` for `dest`, and answers it; `None`
+/// when it is dropped without an answer.
+pub(crate) fn receive(
+    port: &Net,
+    dest: &QpUse,
+    req: &Request<'_>,
+    pace: &Pace<'_>,
+    after: &mut After,
+) -> Option<Response> {
+    if dest.qp_type.is_datagram() {
+        datagram(port, dest, req, after);
+        return None;
+    }
+    match judge(port, dest, req) {
+        Verdict::Drop => None,
+        Verdict::Answer(response) => Some(response),
+        Verdict::Nak(nak, recv) => {
+            if let Some((recv, status)) = recv {
+                complete_recv(port, dest, recv, req, status, 0, after);
+            }
+            Some(Response::Nak(nak))
+        }
+        Verdict::Execute(recv) => Some(execute(port, dest, req, recv, pace, after)),
+    }
+}
+
+/// The PD the receives of `qp` are checked in.
+fn receive_pd(qp: &QpShared) -> PdId {
+    qp.srq.as_ref().map_or(qp.pd, |srq| srq.pd)
+}
+
+/// Shows the oldest receive of `dest` (whose lock `d` is) to `decide`,
+/// and takes it if `decide` says so. An empty SRQ remembers that a sender
+/// waits for it.
+fn receive_at<R>(
+    dest: &QpShared,
+    d: &mut QpInner,
+    decide: impl FnOnce(Option<&[SgeCopy]>) -> (bool, R),
+) -> (Option<Recv>, R) {
+    let (taken, own, r) = match &dest.srq {
+        Some(srq) => {
+            let mut s = srq.inner.lock();
+            let (take, r) = decide(s.rq.front().map(|(_, sges)| sges));
+            if s.rq.is_empty() {
+                s.waited_on = true;
+            }
+            let sges = s.rq.front().map(|(_, sges)| SgeList::new(sges));
+            (take.then(|| sges.zip(srq.pop(&mut s))).flatten(), false, r)
+        }
+        None => {
+            let (take, r) = decide(d.rq.front().map(|(_, sges)| sges));
+            let sges = d.rq.front().map(|(_, sges)| SgeList::new(sges));
+            let taken = take.then(|| sges.zip(d.rq.pop())).flatten();
+            if taken.is_some() {
+                d.rq_busy += 1;
+            }
+            (taken, true, r)
+        }
+    };
+    let recv = taken.map(|(sges, wqe)| Recv { wqe, sges, own });
+    (recv, r)
+}
+
+/// Whether `remote` names `len` bytes of an MR of `dest` that both the MR
+/// and the QP (whose rights are `qp_rights`) open to `need`.
+fn remote_ok(
+    port: &Net,
+    dest: &QpShared,
+    qp_rights: Access,
+    remote: Remote,
+    len: u64,
+    need: Access,
+) -> bool {
+    port.mrs().get(MrKey::of(remote.rkey)).is_some_and(|mr| {
+        mr.pd == dest.pd
+            && mr.access.contains(need)
+            && qp_rights.contains(need)
+            && mr.offset_of(remote.addr, len).is_some()
+    })
+}
+
+/// Decides, under the responder's lock, what `req` comes to at `dest`. On
+/// UC, which answers nothing, whatever the responder would refuse is
+/// dropped and takes no receive.
+fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
+    let uc = dest.qp_type == QpType::Uc;
+    let mut d = dest.inner.lock();
+    // A responder answers only its connected peer, on its own transport,
+    // and only when ready; other packets it drops without a word.
+    if d.attr.dest_qpn != req.src.qpn.num()
+        || !carries(dest, req)
+        || !matches!(d.state, QpState::Rtr | QpState::Rts)
+        || !is_from_peer(&d, req)
+    {
+        return Verdict::Drop;
+    }
+    // UC messages are one packet each: each starts anew. A duplicate READ
+    // is read again, after the same checks.
+    let seq = if uc {
+        Sequence::Expected
+    } else {
+        req.psn.against(d.resp_psn)
+    };
+    match seq {
+        Sequence::Ahead => return Verdict::Nak(Nak::Sequence, None),
+        Sequence::Duplicate if !matches!(req.op, SendOp::RdmaRead(_)) => {
+            return duplicate(&d, req);
+        }
+        _ => {}
+    }
+    let fresh = seq == Sequence::Expected;
+    let nak = |nak| {
+        if uc {
+            Verdict::Drop
+        } else {
+            Verdict::Nak(nak, None)
+        }
+    };
+    let rights = d.attr.access_flags;
+    let remote_check = |remote, need| {
+        // Zero-length RDMA names no memory and checks no key.
+        let bad = req.len > 0 && !remote_ok(port, dest, rights, remote, req.len.into(), need);
+        bad.then(|| nak(Nak::RemoteAccess))
+    };
+    let refused = match req.op {
+        SendOp::Send => None,
+        SendOp::RdmaWrite(r) => remote_check(r, Access::REMOTE_WRITE),
+        SendOp::RdmaRead(r) => remote_check(r, Access::REMOTE_READ),
+        // The core keeps an MR's iova and memory at the same page offset,
+        // so an aligned address is an aligned word.
+        SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. }
+            if remote.addr % 8 != 0 =>
+        {
+            Some(nak(Nak::InvalidRequest))
+        }
+        SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
+            remote_check(remote, Access::REMOTE_ATOMIC)
+        }
+        SendOp::Local(_) => Some(nak(Nak::InvalidRequest)),
+    };
+    if let Some(verdict) = refused {
+        return verdict;
+    }
+    if !req.opcode.consumes_recv() {
+        if fresh {
+            d.resp_psn = req.psn.next();
+        }
+        return Verdict::Execute(None);
+    }
+    let rpd = receive_pd(dest);
+    let rnr_timer = d.attr.min_rnr_timer;
+    let (recv, refusal) = receive_at(dest, &mut d, |front| {
+        let Some(rsges) = front else {
+            return (false, Some((Nak::Rnr(rnr_timer), WcStatus::Success)));
+        };
+        if req.opcode == Opcode::WriteImm {
+            return (true, None);
+        }
+        let refusal = match check_sges(port.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
+            Err(BadSge) => Some((Nak::RemoteOperation, WcStatus::LocalProtection)),
+            Ok(room) if u64::from(req.len) > room => {
+                Some((Nak::InvalidRequest, WcStatus::LocalLength))
+            }
+            Ok(_) => None,
+        };
+        (!(uc && refusal.is_some()), refusal)
+    });
+    // SEND_WITH_INV: the key names a fast-registration MR of the responder
+    // (only kernel consumers have any), invalidated as the send is taken.
+    // What it mapped may be dropped under the lock: kernel pages, which
+    // are not released on drop.
+    let refusal = match (refusal, req.invalidate) {
+        (None, Some(key)) if port.mrs().invalidate(dest.pd, MrKey::of(key)).is_err() => {
+            Some((Nak::RemoteOperation, WcStatus::RemoteInvalidRequest))
+        }
+        (refusal, _) => refusal,
+    };
+    match (refusal, recv) {
+        (None, recv) => {
+            d.resp_psn = req.psn.next();
+            Verdict::Execute(recv)
+        }
+        (Some(_), _) if uc => Verdict::Drop,
+        (Some((nak @ Nak::Rnr(_), _)), _) => Verdict::Nak(nak, None),
+        (Some((nak, status)), recv) => {
+            d.resp_psn = req.psn.next();
+            Verdict::Nak(nak, recv.map(|r| (r, status)))
+        }
+    }
+}
+
+/// Whether `req` comes from the port the responder's path leads to: an RC
+/// or UC responder answers its connected peer alone. On InfiniBand a device
+/// is its own fabric, so the QP number says it all.
+fn is_from_peer(d: &QpInner, req: &Request<'_>) -> bool {
+    match req.src.port {
+        Link::Ib { .. } => true,
+        Link::Roce => d
+            .attr
+            .av
+            .grh
+            .as_ref()
+            .is_some_and(|g| req.src.sgid == Some(g.dgid)),
+    }
+}
+
+/// Whether `req` is a request of `dest`'s transport that it can take.
+fn carries(dest: &QpShared, req: &Request<'_>) -> bool {
+    req.opcode.bth(dest.qp_type) == Some(req.bth)
+}
+
+/// The answer to a SEND, WRITE or atomic executed before (IBA 9.7.5.1.2):
+/// a SEND or a WRITE is acknowledged again, an atomic answered with the
+/// result it had if it was the last one; nothing is executed twice.
+fn duplicate(d: &QpInner, req: &Request<'_>) -> Verdict {
+    match req.op {
+        SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => match d.last_atomic {
+            Some((psn, old)) if psn == req.psn => Verdict::Answer(Response::Atomic(old)),
+            _ => Verdict::Drop,
+        },
+        _ => Verdict::Answer(Response::Ack),
+    }
+}
+
+/// Executes `req` (accepted by [`judge`]) at `dest`, completes the receive
+/// it took, and answers.
+fn execute(
+    port: &Net,
+    dest: &QpUse,
+    req: &Request<'_>,
+    recv: Option<Recv>,
+    pace: &Pace<'_>,
+    after: &mut After,
+) -> Response {
+    let mrs = port.mrs();
+    let response = match req.op {
+        SendOp::Send => match &recv {
+            Some(recv) => req
+                .data
+                .copy_to(mrs, recv.sges.as_slice(), 0, pace)
+                .map(|()| Response::Ack),
+            None => Err(EINVAL),
+        },
+        SendOp::RdmaWrite(r) => req
+            .data
+            .copy_to(mrs, &[SgeCopy::remote(r, req.len)], 0, pace)
+            .map(|()| Response::Ack),
+        SendOp::RdmaRead(r) => Ok(Response::Read(SgeCopy::remote(r, req.len))),
+        SendOp::CompareSwap {
+            remote,
+            compare,
+            swap,
+        } => atomic(port, dest, req, remote, compare, Some(swap)),
+        SendOp::FetchAdd { remote, add } => atomic(port, dest, req, remote, add, None),
+        SendOp::Local(_) => Err(EINVAL),
+    };
+    let (response, status) = match response {
+        Ok(response) => (response, WcStatus::Success),
+        // An MR went away meanwhile, or the QP is being destroyed.
+        Err(_) => (
+            Response::Nak(Nak::RemoteOperation),
+            WcStatus::LocalProtection,
+        ),
+    };
+    if status == WcStatus::Success {
+        port.counters
+            .executed(req.opcode.counter(), req.opcode.consumes_recv(), req.len);
+    }
+    if let Some(recv) = recv {
+        complete_recv(port, dest, recv, req, status, req.len, after);
+    }
+    response
+}
+
+/// Performs an atomic on the 8 bytes at `remote` and keeps its result for
+/// a duplicate of the request.
+fn atomic(
+    port: &Net,
+    dest: &QpShared,
+    req: &Request<'_>,
+    remote: Remote,
+    operand: u64,
+    swap: Option<u64>,
+) -> Result<Response> {
+    let held = port.mrs().enter(MrKey::of(remote.rkey)).ok_or(EINVAL)?;
+    let rmr = held.entry();
+    let roff = rmr.offset_of(remote.addr, 8).ok_or(EINVAL)?;
+    let old = {
+        let _atomics = port.fabric.atomics.lock();
+        rmr.mem.atomic(roff, operand, swap)?
+    };
+    dest.inner.lock().last_atomic = Some((req.psn, old));
+    Ok(Response::Atomic(old))
+}
+
+/// What the receiver of a datagram from `req`'s port along `route` is told
+/// its buffer starts with.
+fn recv_grh(req: &Request<'_>) -> RecvGrh {
+    let route = req
+        .datagram
+        .as_ref()
+        .and_then(|(d, _)| d.address.grh.as_ref());
+    match (route, req.src.port) {
+        (None, _) => RecvGrh::Absent,
+        (Some(_), Link::Ib { .. }) => RecvGrh::Ib,
+        (Some(route), Link::Roce) => grh::roce_kind(route),
+    }
+}
+
+/// The completion of a receive of `dest` that `req` took.
+fn recv_wc(dest: &QpShared, recv: &Recv, req: &Request<'_>, status: WcStatus, len: u32) -> Wc {
+    if status != WcStatus::Success {
+        return Wc {
+            wr_id: recv.wqe.wr_id,
+            qp: dest.id(),
+            status,
+            opcode: WcOpcode::Recv,
+            ..Wc::EMPTY
+        };
+    }
+    // A UD receive always counts the GRH space.
+    let grh_len = if req.datagram.is_some() { GRH_LEN } else { 0 };
+    Wc {
+        wr_id: recv.wqe.wr_id,
+        qp: dest.id(),
+        status,
+        opcode: match req.opcode {
+            Opcode::WriteImm => WcOpcode::RecvRdmaWithImm,
+            _ => WcOpcode::Recv,
+        },
+        byte_len: len + grh_len,
+        ex: match (req.imm, req.invalidate) {
+            (Some(imm), _) => WcEx::Imm(imm),
+            (None, Some(key)) => WcEx::Invalidated(key),
+            (None, None) => WcEx::None,
+        },
+        src_qp: req.src.qpn.num(),
+        slid: match req.src.port {
+            Link::Ib { lid, .. } => lid,
+            Link::Roce => 0,
+        },
+        grh: recv_grh(req),
+        ..Wc::EMPTY
+    }
+}
+
+/// Completes the receive `recv` of `dest` that `req` took, then lets a
+/// flush of `dest` that waited for it go on.
+fn complete_recv(
+    port: &Net,
+    dest: &QpUse,
+    recv: Recv,
+    req: &Request<'_>,
+    status: WcStatus,
+    len: u32,
+    after: &mut After,
+) {
+    let wc = recv_wc(dest, &recv, req, status, len);
+    let mut kick = complete::complete(port, dest, dest.recv_cq(), wc, req.solicited, after);
+    if recv.own {
+        let mut d = dest.inner.lock();
+        d.rq_busy = d.rq_busy.saturating_sub(1);
+        kick |= d.state == QpState::Error && d.rq_busy == 0;
+    }
+    if kick {
+        if let Some(dest) = dest.arc().enter() {
+            after.kick(dest);
+        }
+    }
+}
+
+/// UD: delivers the datagram `req` into the oldest receive of `dest`, all
+/// under its lock; whatever does not reach a ready receive is dropped
+/// without a word.
+fn datagram(port: &Net, dest: &QpUse, req: &Request<'_>, after: &mut After) {
+    let Some((d, qkey)) = &req.datagram else {
+        return;
+    };
+    let rpd = receive_pd(dest);
+    let mut dl = dest.inner.lock();
+    if !carries(dest, req)
+        || !matches!(dl.state, QpState::Rtr | QpState::Rts)
+        || dl.attr.qkey != *qkey
+    {
+        return;
+    }
+    let len = req.len;
+    let (recv, checked) = receive_at(dest, &mut dl, |front| match front {
+        None => (false, WcStatus::Success),
+        Some(rsges) => match check_sges(port.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
+            Err(BadSge) => (true, WcStatus::LocalProtection),
+            Ok(room) if room < u64::from(len + GRH_LEN) => (true, WcStatus::LocalLength),
+            Ok(_) => (true, WcStatus::Success),
+        },
+    });
+    let Some(recv) = recv else {
+        return;
+    };
+    // Not counted in `rq_busy`: completed under the lock taken with it.
+    if recv.own {
+        dl.rq_busy = dl.rq_busy.saturating_sub(1);
+    }
+    let status = if checked == WcStatus::Success {
+        // At most an MTU: no chunking, no sleeping under the lock.
+        let pace = Pace {
+            may_sleep: false,
+            stop: &|| false,
+        };
+        let rsges = recv.sges.as_slice();
+        let mrs = port.mrs();
+        let moved = match (&d.address.grh, req.src.port) {
+            (Some(route), Link::Ib { gid, .. }) => {
+                write_sges(mrs, rsges, 0, &grh::header(RecvGrh::Ib, gid, route, len))
+            }
+            (Some(route), Link::Roce) => {
+                let h = grh::header(grh::roce_kind(route), route.sgid, route, len);
+                write_sges(mrs, rsges, 0, &h)
+            }
+            (None, _) => Ok(()),
+        }
+        .and_then(|()| req.data.copy_to(mrs, rsges, GRH_LEN, &pace));
+        match moved {
+            Ok(()) => {
+                port.counters.executed(req.opcode.counter(), true, len);
+                WcStatus::Success
+            }
+            Err(_) => WcStatus::LocalProtection,
+        }
+    } else {
+        checked
+    };
+    let wc = recv_wc(dest, &recv, req, status, len);
+    if complete::push(port, dest.recv_cq(), wc, req.solicited, after) {
+        dest.enter_error(&mut dl);
+        drop(dl);
+        if let Some(dest) = dest.arc().enter() {
+            after.kick(dest);
+        }
+    }
+}
