@@ -12,21 +12,38 @@ use crate::{
     retry::Refusal,
 };
 
+/// Distinct events one step can raise: it completes on the CQs of at most
+/// two QPs (a requester and a responder, or a QP it flushes), two each, and
+/// a CQ raises at most one event of each kind per arming. A consumer that
+/// re-arms a CQ during the step only raises the same event again, which is
+/// merged into the first (a handler learns that there are new completions,
+/// not how many). So however many WQEs a step retires, no event is left
+/// out.
+const EVENTS: usize = 8;
+
 /// What a step leaves to do once it holds no lock: events to deliver, and
 /// another QP to run (a peer it moved to the error state, or one whose
 /// flush waited for the receive it completed).
 #[derive(Default)]
 pub(crate) struct After {
-    events: [Option<CqEvent>; 2],
+    events: [Option<CqEvent>; EVENTS],
     kick: Option<QpUse>,
     /// The responder did not take the request: it is to be retried.
     pub(crate) refusal: Option<Refusal>,
 }
 
 impl After {
+    /// Keeps `event` for delivery, or merges it into the same one kept
+    /// already (dropping it releases its CQ's destroy).
     fn add(&mut self, event: Option<CqEvent>) {
+        let Some(event) = event else {
+            return;
+        };
+        if self.events.iter().flatten().any(|e| e.same_as(&event)) {
+            return;
+        }
         if let Some(slot) = self.events.iter_mut().find(|e| e.is_none()) {
-            *slot = event;
+            *slot = Some(event);
         }
     }
 
@@ -65,7 +82,7 @@ pub(crate) fn push(
     }
     c.add(
         Counter::CompletionEvents,
-        matches!(event, Some(CqEvent::Completion(_))).into(),
+        event.as_ref().is_some_and(CqEvent::is_completion).into(),
     );
     after.add(event);
     error || overran

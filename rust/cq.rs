@@ -28,26 +28,39 @@ fn storage(capacity: u32) -> Result<KVVec<Wc>> {
 }
 
 /// An event a push asked for, delivered once the pusher's locks are gone.
-pub(crate) enum CqEvent {
-    Completion(CqRef<RsoftCq>),
-    Error(CqRef<RsoftCq>),
+/// It counts as in flight on its CQ, whose destroy waits for it, until it
+/// is dropped: delivered or not, dropping it lets that destroy go on.
+pub(crate) struct CqEvent {
+    cq: CqRef<RsoftCq>,
+    error: bool,
 }
 
 impl CqEvent {
-    /// Calls the consumer's handler, then lets a waiting destroy go on.
+    /// Whether it is a completion event (not a CQ error).
+    pub(crate) fn is_completion(&self) -> bool {
+        !self.error
+    }
+
+    /// Whether `other` is the same event of the same CQ: one delivery
+    /// tells the consumer of both.
+    pub(crate) fn same_as(&self, other: &Self) -> bool {
+        core::ptr::eq(&*self.cq.data(), &*other.cq.data()) && self.error == other.error
+    }
+
+    /// Calls the consumer's handler.
     pub(crate) fn deliver(self) {
-        let cq = match self {
-            CqEvent::Completion(cq) => {
-                cq.completion_event();
-                cq
-            }
-            CqEvent::Error(cq) => {
-                cq.error_event();
-                cq
-            }
-        };
+        if self.error {
+            self.cq.error_event();
+        } else {
+            self.cq.completion_event();
+        }
+    }
+}
+
+impl Drop for CqEvent {
+    fn drop(&mut self) {
         // The event's hold keeps the CQ until this is done.
-        let data = cq.data();
+        let data = self.cq.data();
         let wake = data.ring.lock().event_done();
         if wake {
             data.quiet.notify_all();
@@ -79,14 +92,20 @@ impl RsoftCq {
             Pushed::Queued { raise } | Pushed::Overwrote { raise } => (raise, false),
             Pushed::Overrun { raise } => {
                 return Outcome {
-                    event: raise.then(|| CqEvent::Error(cq.clone())),
+                    event: raise.then(|| CqEvent {
+                        cq: cq.clone(),
+                        error: true,
+                    }),
                     overran: true,
                 };
             }
             Pushed::Dropped => (false, true),
         };
         Outcome {
-            event: raise.then(|| CqEvent::Completion(cq.clone())),
+            event: raise.then(|| CqEvent {
+                cq: cq.clone(),
+                error: false,
+            }),
             overran,
         }
     }

@@ -19,6 +19,10 @@ use crate::{
 use core::sync::atomic::Ordering;
 use kernel::sync::Arc;
 
+/// WQEs a step of a QP in the error state flushes: enough to retire a
+/// queue in few steps, few enough to let other QPs run between them.
+const FLUSH_BATCH: usize = 16;
+
 /// Requests that move more bytes than this are executed by the QP's worker
 /// rather than by the poster: a kernel poster may be in atomic context, and
 /// a process goes on posting while another CPU copies.
@@ -147,7 +151,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
         match inner.state {
             QpState::Error => {
                 drop(inner);
-                return more(flush_one(net, qp, after));
+                return more(flush(net, qp, after));
             }
             QpState::Rts => match transport::Head::of(&inner) {
                 Some(head) => head,
@@ -184,6 +188,19 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
         }
         Plan::Idle => Next::Idle,
     }
+}
+
+/// Flushes up to [`FLUSH_BATCH`] WQEs of an errored QP; returns whether it
+/// flushed any.
+fn flush(net: &Net, qp: &QpUse, after: &mut After) -> bool {
+    let mut any = false;
+    for _ in 0..FLUSH_BATCH {
+        if !flush_one(net, qp, after) {
+            break;
+        }
+        any = true;
+    }
+    any
 }
 
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends

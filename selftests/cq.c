@@ -292,6 +292,58 @@ out_ch:
 	return ret;
 }
 
+/*
+ * Many WQEs completed in one step with both CQs armed: a QP whose sends
+ * wait for an answer that never comes, with receives posted, moved to ERR.
+ * Its flush retires them all in one step (16 at a time); each armed CQ
+ * gets its one event, and destroying the QP and CQs then neither hangs nor
+ * leaks (the kernel log check at the end of the run sees kmemleak).
+ */
+TEST_F(cq, many_completions_in_one_step_armed_then_destroyed)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(lb->ctx);
+	struct ibv_cq *scq, *rcq, *got_cq;
+	struct ibv_qp *x;
+	struct ibv_wc wc[16];
+	int events = 0, flushed = 0;
+	void *ctx;
+
+	ASSERT_NE(NULL, ch);
+	scq = ibv_create_cq(lb->ctx, 16, NULL, ch, 0);
+	rcq = ibv_create_cq(lb->ctx, 16, NULL, ch, 0);
+	ASSERT_NE(NULL, scq);
+	ASSERT_NE(NULL, rcq);
+	x = rsoft_rc_qp(lb, scq, rcq, 8);
+	ASSERT_NE(NULL, x);
+	/* Nobody answers QP 0xffff; 4 s until a retry. */
+	ASSERT_EQ(0, rsoft_connect_retry(x, 1, 0xffff, 7, IBV_ACCESS_LOCAL_WRITE,
+					 20, 7));
+	for (int i = 0; i < 8; i++) {
+		ASSERT_EQ(0, post_recv(lb, x, 100 + i, 64 * i, 64));
+		ASSERT_EQ(0, post_send(lb, x, i, 0, 8));
+	}
+	ASSERT_EQ(0, ibv_req_notify_cq(scq, 0));
+	ASSERT_EQ(0, ibv_req_notify_cq(rcq, 0));
+	ASSERT_EQ(0, set_qp_state(x, IBV_QPS_ERR));
+	for (; events < 2; events++) {
+		ASSERT_EQ(0, ibv_get_cq_event(ch, &got_cq, &ctx));
+		EXPECT_TRUE(got_cq == scq || got_cq == rcq);
+		ibv_ack_cq_events(got_cq, 1);
+	}
+	for (int n; (n = ibv_poll_cq(scq, 16, wc)) > 0; flushed += n)
+		for (int i = 0; i < n; i++)
+			EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[i].status);
+	for (int n; (n = ibv_poll_cq(rcq, 16, wc)) > 0; flushed += n)
+		for (int i = 0; i < n; i++)
+			EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc[i].status);
+	EXPECT_EQ(16, flushed);
+	EXPECT_EQ(0, ibv_destroy_qp(x));
+	EXPECT_EQ(0, ibv_destroy_cq(scq));
+	EXPECT_EQ(0, ibv_destroy_cq(rcq));
+	EXPECT_EQ(0, ibv_destroy_comp_channel(ch));
+}
+
 #define CYCLES 20000
 
 TEST_F_TIMEOUT(cq, events_one_per_arm, 600)
