@@ -767,10 +767,15 @@ impl<T: Verbs> Adapter<T> {
     ) -> ffi::c_int {
         from_result(|| {
             // SAFETY: `qp` is a live QP of ours; `attr` and `init` are valid
-            // (and zeroed by the core).
+            // for writes, and all-zero is a valid value of both.
             unsafe {
                 let dev = Self::device((*qp).device);
                 let q = QpObject::<T>::data(qp).query(dev)?;
+                // uverbs hands over kmalloc'ed buffers: what is not written
+                // below (pkey_index, alternate path, ...) must read as 0,
+                // not as old heap.
+                ptr::write_bytes(attr, 0, 1);
+                ptr::write_bytes(init, 0, 1);
                 let (attr, init) = (&mut *attr, &mut *init);
                 let state = q.state.ok_or(EINVAL)?.to_c();
                 attr.qp_state = state;
