@@ -16,6 +16,7 @@ use crate::{
     qp::Qp,
     quota::Quota,
     srq::Srq,
+    transport,
 };
 use kernel::{c_str, prelude::*, str::CStr, sync::Arc};
 
@@ -175,7 +176,7 @@ impl ib::Verbs for Rsoft {
             max_srq_wr: limits::MAX_SRQ_WR,
             max_srq_sge: limits::MAX_SGE,
             max_ah: limits::MAX_AH,
-            max_pkeys: 1,
+            max_pkeys: limits::PKEY_TABLE_LEN,
             // Every atomic executes under the device's atomics lock.
             atomic_hca: true,
             max_fast_reg_pages: limits::MAX_FAST_REG_PAGES,
@@ -193,11 +194,11 @@ impl ib::Verbs for Rsoft {
             phys_state: ib::PhysState::LinkUp,
             lid: 0,
             sm_lid: 0,
-            max_mtu: ib::Mtu::Mtu4096,
-            active_mtu: ib::Mtu::Mtu4096,
+            max_mtu: limits::MAX_MTU,
+            active_mtu: limits::MAX_MTU,
             max_msg_sz: limits::MAX_MSG_SIZE,
-            gid_tbl_len: 1,
-            pkey_tbl_len: 1,
+            gid_tbl_len: limits::IB_GIDS,
+            pkey_tbl_len: limits::PKEY_TABLE_LEN,
         };
         Ok(match (dev.net.link, link) {
             (Link::Ib { lid, .. }, _) => ib::PortAttr {
@@ -247,7 +248,7 @@ impl ib::Verbs for Rsoft {
     }
 
     fn pkey(_dev: &RsoftDevice, port: u32, index: u16) -> Result<u16> {
-        if port != 1 || index != 0 {
+        if port != 1 || index >= limits::PKEY_TABLE_LEN {
             return Err(EINVAL);
         }
         Ok(PKEY_DEFAULT)
@@ -267,13 +268,7 @@ impl ib::Verbs for Rsoft {
     }
 
     fn new_ah(dev: &RsoftDevice, addr: &ib::Address) -> Result {
-        // One port; an InfiniBand port has one GID, a RoCE port needs a GRH
-        // (the core checked its source GID).
-        let ok = match dev.net.link {
-            Link::Ib { .. } => !matches!(addr.grh, Some(g) if g.sgid_index != 0),
-            Link::Roce => addr.grh.is_some(),
-        };
-        if addr.port != 1 || !ok {
+        if !transport::address_ok(&dev.net.link, addr) {
             return Err(EINVAL);
         }
         dev.ahs.take()?.keep();

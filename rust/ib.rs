@@ -43,8 +43,8 @@ pub(crate) use link::{LinkOps, Links};
 pub(crate) use mr::{Access, Memory, MrId, MrOps, MrRereg, PageList};
 pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use qp::{
-    Datagram, FastReg, LocalOp, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpOps,
-    QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWrs, Sge,
+    Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
+    QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};

@@ -6,6 +6,7 @@
 //! largest CQ ring is a few MiB of kvmalloc, the object counts bound what a
 //! buggy or hostile process can pin in the kernel.
 
+use crate::ib::Mtu;
 use kernel::prelude::*;
 
 pub(crate) const MAX_PD: u32 = 4096;
@@ -21,6 +22,13 @@ pub(crate) const MAX_SRQ_WR: u32 = 16384;
 pub(crate) const MAX_AH: u32 = 4096;
 pub(crate) const MAX_RD_ATOM: u32 = 16;
 pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
+/// The largest path MTU a port takes (`max_mtu`), whatever its link.
+pub(crate) const MAX_MTU: Mtu = Mtu::Mtu4096;
+/// Entries of a port's P_Key table: the default P_Key alone (there is no
+/// subnet manager to hand out others).
+pub(crate) const PKEY_TABLE_LEN: u16 = 1;
+/// GIDs of an InfiniBand port: its link-local GID.
+pub(crate) const IB_GIDS: u32 = 1;
 /// Pages a fast-registration MR maps (its page list is allocated with it):
 /// what NVMe over RDMA and iSER ask for fits.
 pub(crate) const MAX_FAST_REG_PAGES: u32 = 512;

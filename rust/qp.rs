@@ -269,7 +269,7 @@ impl QpInner {
         }
         let a = &mut self.attr;
         set(&mut a.access_flags, m.access_flags);
-        set(&mut a.path_mtu, m.path_mtu);
+        set(&mut a.path_mtu, m.path_mtu.map(Some));
         set(&mut a.av, m.av);
         set(&mut a.dest_qpn, m.dest_qpn);
         set(&mut a.rq_psn, m.rq_psn);

@@ -12,10 +12,12 @@ mod comp;
 mod packet;
 mod req;
 mod resp;
+mod rules;
 
 pub(crate) use packet::{Request, Response};
 pub(crate) use req::{retries_exceeded, send, Head};
 pub(crate) use resp::receive;
+pub(crate) use rules::{address_ok, check_modify, may_post};
 
 use crate::{complete::After, copy::Pace, ib::Address, net::Net};
 

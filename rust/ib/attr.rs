@@ -3,6 +3,7 @@
 //! Plain-Rust views of the attributes a device reports to the core.
 
 use super::bindings;
+use kernel::prelude::*;
 
 /// Device-wide attributes and limits (`struct ib_device_attr`).
 ///
@@ -111,7 +112,19 @@ pub(crate) enum Mtu {
 }
 
 impl Mtu {
-    fn to_c(self) -> bindings::ib_mtu {
+    /// Reads an `enum ib_mtu`: EINVAL for a value that names no MTU.
+    pub(super) fn from_c(m: bindings::ib_mtu) -> Result<Self> {
+        Ok(match m {
+            bindings::ib_mtu_IB_MTU_256 => Mtu::Mtu256,
+            bindings::ib_mtu_IB_MTU_512 => Mtu::Mtu512,
+            bindings::ib_mtu_IB_MTU_1024 => Mtu::Mtu1024,
+            bindings::ib_mtu_IB_MTU_2048 => Mtu::Mtu2048,
+            bindings::ib_mtu_IB_MTU_4096 => Mtu::Mtu4096,
+            _ => return Err(EINVAL),
+        })
+    }
+
+    pub(super) fn to_c(self) -> bindings::ib_mtu {
         match self {
             Mtu::Mtu256 => bindings::ib_mtu_IB_MTU_256,
             Mtu::Mtu512 => bindings::ib_mtu_IB_MTU_512,

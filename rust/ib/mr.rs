@@ -46,9 +46,25 @@ impl Access {
         Ok(Self(flags & !bindings::ib_access_flags_IB_ACCESS_HUGETLB))
     }
 
-    /// The remote rights a QP grants its peer (`qp_access_flags`).
+    /// Every flag a QP's `qp_access_flags` may carry, as rxe takes them:
+    /// the rights, memory window binding and the MR flags a QP may name
+    /// (none of which a QP acts on), and the optional hints.
+    pub(crate) const QP_FLAGS: Self = Self(
+        Self::LOCAL_WRITE.0
+            | Self::REMOTE_WRITE.0
+            | Self::REMOTE_READ.0
+            | Self::REMOTE_ATOMIC.0
+            | bindings::ib_access_flags_IB_ACCESS_MW_BIND
+            | bindings::ib_access_flags_IB_ACCESS_ON_DEMAND
+            | bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
+            | bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT
+            | bindings::ib_access_flags_IB_ACCESS_OPTIONAL,
+    );
+
+    /// The flags of a QP (`qp_access_flags`) as given, reported back as
+    /// they are; of them, only the remote rights act.
     pub(crate) fn from_qp(flags: u32) -> Self {
-        Self(flags & (Self::REMOTE_WRITE.0 | Self::REMOTE_READ.0 | Self::REMOTE_ATOMIC.0))
+        Self(flags)
     }
 
     /// The raw flags, for reporting.

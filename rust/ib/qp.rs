@@ -5,7 +5,7 @@
 
 use super::{
     ah::{self, Address},
-    attr::LinkLayer,
+    attr::{LinkLayer, Mtu},
     bindings,
     compat::user_slice,
     cq::{self, CqOps, CqRef},
@@ -125,6 +125,27 @@ impl QpState {
     }
 }
 
+/// Path migration state (`enum ib_mig_state`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum MigState {
+    /// On the primary path with no alternate armed: the state of a QP that
+    /// has never been given an alternate path.
+    Migrated,
+    Rearm,
+    Armed,
+}
+
+impl MigState {
+    fn from_c(s: bindings::ib_mig_state) -> Result<Self> {
+        Ok(match s {
+            bindings::ib_mig_state_IB_MIG_MIGRATED => Self::Migrated,
+            bindings::ib_mig_state_IB_MIG_REARM => Self::Rearm,
+            bindings::ib_mig_state_IB_MIG_ARMED => Self::Armed,
+            _ => return Err(EINVAL),
+        })
+    }
+}
+
 /// Work queue sizes (`struct ib_qp_cap`).
 #[derive(Clone, Copy, Default)]
 pub(crate) struct QpCap {
@@ -207,11 +228,17 @@ pub(crate) struct QpInitAttr<'a, Q: QpOps> {
 }
 
 /// The attributes a `modify_qp` call sets; `None` where its mask is clear.
+/// Enumerations are read here (a value that names nothing is EINVAL); the
+/// driver's rules check the rest.
 #[derive(Default)]
 pub(crate) struct QpModify {
     pub(crate) state: Option<QpState>,
+    /// The state the consumer believes the QP is in (`IB_QP_CUR_STATE`).
+    pub(crate) cur_state: Option<QpState>,
     pub(crate) access_flags: Option<Access>,
-    pub(crate) path_mtu: Option<u32>,
+    pub(crate) pkey_index: Option<u16>,
+    pub(crate) port: Option<u32>,
+    pub(crate) path_mtu: Option<Mtu>,
     /// The primary path's address (`IB_QP_AV`).
     pub(crate) av: Option<Address>,
     pub(crate) dest_qpn: Option<QpNum>,
@@ -224,6 +251,10 @@ pub(crate) struct QpModify {
     pub(crate) max_rd_atomic: Option<u8>,
     pub(crate) max_dest_rd_atomic: Option<u8>,
     pub(crate) qkey: Option<u32>,
+    /// An alternate path was given (`IB_QP_ALT_PATH`); its attributes are
+    /// not read.
+    pub(crate) alt_path: bool,
+    pub(crate) path_mig_state: Option<MigState>,
     mask: u32,
     qp_type: bindings::ib_qp_type,
 }
@@ -247,7 +278,8 @@ pub(crate) struct QpQuery {
     pub(crate) cap: QpCap,
     pub(crate) sq_sig_all: bool,
     pub(crate) access_flags: Access,
-    pub(crate) path_mtu: u32,
+    /// `None` until a modify sets it (reported as 0).
+    pub(crate) path_mtu: Option<Mtu>,
     pub(crate) av: Address,
     pub(crate) dest_qpn: QpNum,
     pub(crate) rq_psn: u32,
@@ -650,13 +682,23 @@ fn parse_modify(
     if has(bindings::ib_qp_attr_mask_IB_QP_STATE) {
         m.state = Some(QpState::from_c(attr.qp_state)?);
     }
+    if has(bindings::ib_qp_attr_mask_IB_QP_CUR_STATE) {
+        m.cur_state = Some(QpState::from_c(attr.cur_qp_state)?);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU) {
+        m.path_mtu = Some(Mtu::from_c(attr.path_mtu)?);
+    }
+    if has(bindings::ib_qp_attr_mask_IB_QP_PATH_MIG_STATE) {
+        m.path_mig_state = Some(MigState::from_c(attr.path_mig_state)?);
+    }
     if has(bindings::ib_qp_attr_mask_IB_QP_AV) {
         // SAFETY: the core holds the AV's GID attribute for the call.
         m.av = Some(unsafe { Address::from_c(&attr.ah_attr) }?);
     }
     m.access_flags = has(bindings::ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
         .then(|| Access::from_qp(attr.qp_access_flags as u32));
-    m.path_mtu = has(bindings::ib_qp_attr_mask_IB_QP_PATH_MTU).then_some(attr.path_mtu);
+    m.pkey_index = has(bindings::ib_qp_attr_mask_IB_QP_PKEY_INDEX).then_some(attr.pkey_index);
+    m.port = has(bindings::ib_qp_attr_mask_IB_QP_PORT).then_some(attr.port_num);
     m.dest_qpn =
         has(bindings::ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(QpNum::new(attr.dest_qp_num));
     m.rq_psn = has(bindings::ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(attr.rq_psn);
@@ -671,6 +713,7 @@ fn parse_modify(
     m.max_dest_rd_atomic =
         has(bindings::ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC).then_some(attr.max_dest_rd_atomic);
     m.qkey = has(bindings::ib_qp_attr_mask_IB_QP_QKEY).then_some(attr.qkey);
+    m.alt_path = has(bindings::ib_qp_attr_mask_IB_QP_ALT_PATH);
     Ok(m)
 }
 
@@ -780,7 +823,7 @@ impl<T: Verbs> Adapter<T> {
                 let state = q.state.ok_or(EINVAL)?.to_c();
                 attr.qp_state = state;
                 attr.cur_qp_state = state;
-                attr.path_mtu = q.path_mtu;
+                attr.path_mtu = q.path_mtu.map_or(0, Mtu::to_c);
                 attr.qp_access_flags = q.access_flags.bits() as i32;
                 attr.dest_qp_num = q.dest_qpn.get();
                 attr.rq_psn = q.rq_psn;

@@ -15,6 +15,7 @@ use crate::{
     limits::{self, queue_size},
     qp::{Ctx, Qp, QpShared},
     srq::Srq,
+    transport,
     wq::Wqe,
 };
 use kernel::prelude::*;
@@ -54,13 +55,7 @@ impl ib::QpOps for Qp {
         let qp = self.shared.enter().ok_or(EINVAL)?;
         {
             let mut inner = qp.inner.lock();
-            let too_many = |n: Option<u8>| n.is_some_and(|n| u32::from(n) > limits::MAX_RD_ATOM);
-            if !m.valid_from(inner.state)
-                || too_many(m.max_rd_atomic)
-                || too_many(m.max_dest_rd_atomic)
-            {
-                return Err(EINVAL);
-            }
+            transport::check_modify(&dev.net.link, inner.state, m)?;
             inner.apply(m);
             if m.state == Some(QpState::Error) {
                 qp.enter_error(&mut inner);
@@ -91,17 +86,7 @@ impl ib::QpOps for Qp {
             let mut data = [0u8; limits::MAX_INLINE_DATA as usize];
             for wr in wrs {
                 let wr = wr?;
-                // UC has no responder resources: no reads, no atomics; UD
-                // only sends, each to an address. Fast registration and
-                // invalidation are RC's.
-                let allowed = match qp.qp_type {
-                    QpType::Rc => true,
-                    QpType::Uc => matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)),
-                    QpType::Ud | QpType::Gsi => {
-                        matches!(wr.op, SendOp::Send) && wr.datagram.is_some()
-                    }
-                } && (qp.qp_type == QpType::Rc || wr.invalidate.is_none());
-                if !allowed {
+                if !transport::may_post(qp.qp_type, &wr) {
                     return Err(EINVAL);
                 }
                 // Only what carries data can carry it inline. The copy may
