@@ -8,11 +8,12 @@
 use super::{
     packet::{Nak, Response},
     req::Head,
+    rules,
 };
 use crate::{
     complete::{self, After},
     copy::{copy_sges, write_sges, Pace},
-    ib::{QpType, Wc, WcOpcode, WcStatus},
+    ib::{Wc, WcOpcode, WcStatus},
     net::Net,
     qp::QpUse,
     retry::{Refusal, Retries},
@@ -37,7 +38,7 @@ pub(crate) fn answer(
     let status = match response {
         // RC expects an answer: it tries again until its retries run out.
         // UC and UD expect none and never know.
-        None if qp.qp_type == QpType::Rc => return refused(head, Refusal::Silence, after),
+        None if rules::acknowledged(qp.qp_type) => return refused(head, Refusal::Silence, after),
         None | Some(Response::Ack) => WcStatus::Success,
         Some(Response::Read(src)) => local(copy_sges(net.mrs(), head.sges(), 0, &[src], pace)),
         Some(Response::Atomic(old)) => {

@@ -47,9 +47,9 @@ impl Opcode {
     }
 
     /// The BTH opcode of a one-packet request of this operation on `qp_type`
-    /// (IBA 9.2: the transport in the top three bits, the operation below),
-    /// or `None` where that QP type has no such request.
-    pub(crate) fn bth(self, qp_type: QpType) -> Option<u8> {
+    /// (IBA 9.2: the transport in the top three bits, the operation below);
+    /// whether the type has such a request at all is for its rules.
+    pub(crate) fn bth(self, qp_type: QpType) -> u8 {
         let transport = match qp_type {
             QpType::Rc => 0x00,
             QpType::Uc => 0x20,
@@ -65,15 +65,7 @@ impl Opcode {
             Self::FetchAdd => 0x14,
             Self::SendInv => 0x17,
         };
-        let valid = match qp_type {
-            QpType::Rc => true,
-            QpType::Uc => matches!(
-                self,
-                Self::Send | Self::SendImm | Self::Write | Self::WriteImm
-            ),
-            QpType::Ud | QpType::Gsi => matches!(self, Self::Send | Self::SendImm),
-        };
-        valid.then_some(transport | op)
+        transport | op
     }
 
     /// The port counter of an executed request of this operation.

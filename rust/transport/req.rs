@@ -9,7 +9,7 @@
 use super::{
     comp,
     packet::{Opcode, Request, Source},
-    Wire,
+    rules, Wire,
 };
 use crate::{
     complete::After,
@@ -106,9 +106,10 @@ pub(crate) fn send(
         };
         return fail(status, after);
     };
-    let Some(bth) = opcode.bth(qp.qp_type) else {
+    if !rules::carries(qp.qp_type, opcode) {
         return fail(WcStatus::LocalQpOperation, after);
-    };
+    }
+    let bth = opcode.bth(qp.qp_type);
     // Reads and atomics write their result into the local SGEs.
     let need = match opcode {
         Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd => Access::LOCAL_WRITE,

@@ -7,12 +7,15 @@
 //! completions of concurrent senders in order; other data moves with no
 //! lock held.
 
-use super::packet::{Nak, Opcode, Request, Response};
+use super::{
+    packet::{Nak, Opcode, Request, Response},
+    rules,
+};
 use crate::{
     complete::{self, After},
     copy::{check_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
     grh::{self, GRH_LEN},
-    ib::{Access, PdId, QpState, QpType, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
+    ib::{Access, PdId, QpState, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     mr::MrKey,
     net::{Link, Net},
     psn::Sequence,
@@ -126,7 +129,7 @@ fn remote_ok(
 /// UC, which answers nothing, whatever the responder would refuse is
 /// dropped and takes no receive.
 fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
-    let uc = dest.qp_type == QpType::Uc;
+    let uc = !rules::acknowledged(dest.qp_type);
     let mut d = dest.inner.lock();
     // A responder answers only its connected peer, on its own transport,
     // and only when ready; other packets it drops without a word.
@@ -249,7 +252,7 @@ fn is_from_peer(d: &QpInner, req: &Request<'_>) -> bool {
 
 /// Whether `req` is a request of `dest`'s transport that it can take.
 fn carries(dest: &QpShared, req: &Request<'_>) -> bool {
-    req.opcode.bth(dest.qp_type) == Some(req.bth)
+    rules::carries(dest.qp_type, req.opcode) && req.opcode.bth(dest.qp_type) == req.bth
 }
 
 /// The answer to a SEND, WRITE or atomic executed before (IBA 9.7.5.1.2):

@@ -12,6 +12,7 @@
 //! `struct ib_qp_attr`. A refused modify is EINVAL and changes nothing: the
 //! rules run before any of it is applied.
 
+use super::packet::Opcode;
 use crate::{
     ib::{Access, Address, MigState, QpModify, QpState, QpType, SendOp, SendWr},
     limits,
@@ -62,6 +63,25 @@ impl Service {
             QpType::Ud | QpType::Gsi => &UD,
         }
     }
+}
+
+/// Whether a QP of type `qp_type` carries requests of `opcode`, as a
+/// requester and as a responder.
+pub(crate) fn carries(qp_type: QpType, opcode: Opcode) -> bool {
+    let s = Service::of(qp_type);
+    match opcode {
+        Opcode::Send | Opcode::SendImm => true,
+        Opcode::SendInv => s.memory,
+        Opcode::Write | Opcode::WriteImm => s.write,
+        Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd => s.read_atomic,
+    }
+}
+
+/// Whether a responder of `qp_type` answers each request: only RC's
+/// requester waits for an answer and tries again without one; UC and UD
+/// drop what they cannot take, and nobody is told.
+pub(crate) fn acknowledged(qp_type: QpType) -> bool {
+    Service::of(qp_type).read_atomic
 }
 
 /// Whether a QP of type `qp_type` may post `wr`.
