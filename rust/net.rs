@@ -6,9 +6,9 @@
 //! Lock order (each lock is an IRQ-safe spinlock, held briefly; no data is
 //! copied under any of them but a UD datagram's, at most one MTU):
 //!
-//! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate; `qps` -> gate;
-//! `gsi` -> gate; the fabric's `ports` -> `gids`; QP -> `gids`. `atomics`
-//! and the CQ ring take no other lock. No two QP locks are ever held at
+//! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate (a QP's or an
+//! MR's); `qps` -> gate; `gsi` -> gate; the fabric's `ports` -> `gids`.
+//! `atomics` and the CQ ring take no other lock. No two QP locks are ever held at
 //! once. The `ib` layer's lock of an object's holders (`rust/ib/hold.rs`)
 //! comes last: a hold may be dropped under any of these, and that lock
 //! takes no other.
