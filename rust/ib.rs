@@ -24,6 +24,7 @@ mod link;
 mod mr;
 mod netdev;
 mod object;
+mod params;
 mod qp;
 mod res;
 mod sched;
@@ -42,6 +43,7 @@ pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
 pub(crate) use mr::{Access, Memory, MrId, MrOps, MrRereg, PageList};
 pub(crate) use netdev::{EthLink, NetDev};
+pub(crate) use params::{param_devices, param_provider};
 pub(crate) use qp::{
     Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
     QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
@@ -49,7 +51,7 @@ pub(crate) use qp::{
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier, SrqOps};
-pub(crate) use timer::{HasTimer, Timer};
+pub(crate) use timer::{HasTimer, OnTimer, Timer};
 pub(crate) use verbs::Verbs;
 
 use kernel::error::Error;

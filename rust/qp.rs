@@ -15,7 +15,7 @@ use crate::{
     cq::RsoftCq,
     gate::Gate,
     ib::{
-        CqRef, HasTimer, IrqSpinLock, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpNum,
+        CqRef, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpNum,
         QpQuery, QpState, QpType, Timer,
     },
     new_irq_spinlock,
@@ -162,10 +162,9 @@ impl_has_work! {
     impl HasWork<Self> for QpShared { self.work }
 }
 
-// SAFETY: `retry_timer` is a `Timer<QpShared>` field of `QpShared`.
-unsafe impl HasTimer for QpShared {
-    const OFFSET: usize = core::mem::offset_of!(QpShared, retry_timer);
+crate::impl_has_timer!(QpShared, retry_timer);
 
+impl OnTimer for QpShared {
     fn fire(this: Arc<Self>) {
         if this.inner.lock().retries.expire() {
             // Already queued: that run will try it.

@@ -2,23 +2,50 @@
 
 //! A kernel timer embedded in a reference-counted owner. While armed the
 //! timer holds a reference to its owner, which it hands to the owner's
-//! [`HasTimer::fire`]; so the owner outlives every armed timer whatever
-//! safe code does, and cancelling gives the reference back.
+//! [`OnTimer::fire`]; so the owner outlives every armed timer whatever
+//! safe code does, and cancelling gives the reference back. An owner names
+//! its timer field with [`impl_has_timer!`](crate::impl_has_timer), which
+//! checks the field's type, and says what a firing does with [`OnTimer`].
 
 use super::bindings;
 use core::marker::PhantomData;
 use kernel::{prelude::*, sync::Arc, types::Opaque};
 
-/// An owner of a [`Timer`] field.
+/// An owner of a [`Timer`] field; implemented by
+/// [`impl_has_timer!`](crate::impl_has_timer).
 ///
 /// # Safety
 ///
 /// `OFFSET` is the offset in `Self` of a field of type `Timer<Self>`.
 pub(crate) unsafe trait HasTimer: Send + Sync + Sized {
     const OFFSET: usize;
+}
 
+/// What a [`Timer`] of its owner does when it goes off.
+pub(crate) trait OnTimer: HasTimer {
     /// The timer went off. Runs in softirq context: it must not sleep.
     fn fire(this: Arc<Self>);
+}
+
+/// Implements [`HasTimer`] for `$owner` with its field `$field`, which
+/// must be a `Timer<$owner>`: the field's type is checked here, which is
+/// what the trait's safety contract asks.
+#[macro_export]
+macro_rules! impl_has_timer {
+    ($owner:ty, $field:ident) => {
+        // SAFETY: `OFFSET` is the offset of `$field`, a `Timer<$owner>` as
+        // the function below proves by compiling.
+        unsafe impl $crate::ib::HasTimer for $owner {
+            const OFFSET: usize = ::core::mem::offset_of!($owner, $field);
+        }
+
+        const _: () = {
+            #[allow(dead_code)]
+            fn field_is_the_timer(owner: &$owner) -> &$crate::ib::Timer<$owner> {
+                &owner.$field
+            }
+        };
+    };
 }
 
 /// A timer that fires [`HasTimer::fire`] of the `T` it is a field of.
@@ -33,12 +60,12 @@ pub(crate) struct Timer<T> {
 
 // SAFETY: the timer is only armed and cancelled through the kernel's timer
 // API, which serialises itself; `T` is `Send + Sync` (`HasTimer`).
-unsafe impl<T: HasTimer> Send for Timer<T> {}
+unsafe impl<T: OnTimer> Send for Timer<T> {}
 // SAFETY: as for `Send`: `&Timer` gives only the kernel's own thread-safe
 // operations.
-unsafe impl<T: HasTimer> Sync for Timer<T> {}
+unsafe impl<T: OnTimer> Sync for Timer<T> {}
 
-impl<T: HasTimer> Timer<T> {
+impl<T: OnTimer> Timer<T> {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             // SAFETY: `timer_setup` initialises the timer in place, and it
