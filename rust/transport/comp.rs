@@ -44,6 +44,7 @@ pub(crate) fn answer(
         Some(Response::Atomic(old)) => {
             local(write_sges(net.mrs(), head.sges(), 0, &old.to_ne_bytes()))
         }
+        Some(Response::Fault) => WcStatus::LocalProtection,
         Some(Response::Nak(nak)) => match nak {
             Nak::Rnr(timer) => return refused(head, Refusal::Rnr(timer), after),
             // Go back to the PSN the responder expects: with one request

@@ -140,4 +140,9 @@ pub(crate) enum Response {
     /// An atomic's original value.
     Atomic(u64),
     Nak(Nak),
+    /// The data could not be moved. The local wire has the responder copy
+    /// from the requester's memory, so which side's buffer failed is not
+    /// known: the requester's completion says LOC_PROT_ERR, as the
+    /// receiver's does.
+    Fault,
 }

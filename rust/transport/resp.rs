@@ -303,10 +303,7 @@ fn execute(
     let (response, status) = match response {
         Ok(response) => (response, WcStatus::Success),
         // An MR went away meanwhile, or the QP is being destroyed.
-        Err(_) => (
-            Response::Nak(Nak::RemoteOperation),
-            WcStatus::LocalProtection,
-        ),
+        Err(_) => (Response::Fault, WcStatus::LocalProtection),
     };
     if status == WcStatus::Success {
         port.counters
