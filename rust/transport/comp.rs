@@ -19,19 +19,20 @@ use crate::{
     retry::{Refusal, Retries},
 };
 
-/// Retires the head WQE of `qp` (copied as `head`) from `response`, its
-/// responder's answer; `None` when none came. Returns whether there may
-/// be more to do.
+/// Retires the head WQE of `qp` (copied as `head`, `len` bytes) from
+/// `response`, its responder's answer; `None` when none came. Returns
+/// whether there may be more to do.
 pub(crate) fn answer(
     net: &Net,
     qp: &QpUse,
     head: &Head,
+    len: u32,
     response: Option<Response>,
     pace: &Pace<'_>,
     after: &mut After,
 ) -> bool {
     let len = match response {
-        Some(_) => head.len(),
+        Some(_) => len,
         // What was not answered is not said to have moved anything.
         None => 0,
     };

@@ -57,11 +57,6 @@ impl Head {
         self.data.len()
     }
 
-    /// The message length, once checked (at most [`limits::MAX_MSG_SIZE`]).
-    pub(crate) fn len(&self) -> u32 {
-        u32::try_from(self.data.len()).unwrap_or(u32::MAX)
-    }
-
     /// Its local buffers: where a READ or an atomic puts its result.
     pub(crate) fn sges(&self) -> &[SgeCopy] {
         self.data.sges()
@@ -160,7 +155,7 @@ pub(crate) fn send(
         data: &head.data,
     };
     let response = wire.carry(net, &to, &req, pace, after);
-    comp::answer(net, qp, head, response, pace, after)
+    comp::answer(net, qp, head, len, response, pace, after)
 }
 
 /// The head WQE of `qp` was refused more often than its retries allow: it

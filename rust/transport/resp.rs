@@ -28,7 +28,8 @@ use kernel::prelude::*;
 struct Recv {
     wqe: Wqe,
     sges: SgeList,
-    /// Taken from the QP's own receive queue (counted in `rq_busy`).
+    /// Taken from the QP's own receive queue (counted in `rq_busy` until
+    /// completed, when it is completed with no lock held).
     own: bool,
 }
 
@@ -96,11 +97,7 @@ fn receive_at<R>(
         None => {
             let (take, r) = decide(d.rq.front().map(|(_, sges)| sges));
             let sges = d.rq.front().map(|(_, sges)| SgeList::new(sges));
-            let taken = take.then(|| sges.zip(d.rq.pop())).flatten();
-            if taken.is_some() {
-                d.rq_busy += 1;
-            }
-            (taken, true, r)
+            (take.then(|| sges.zip(d.rq.pop())).flatten(), true, r)
         }
     };
     let recv = taken.map(|(sges, wqe)| Recv { wqe, sges, own });
@@ -221,12 +218,17 @@ fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
         }
         (refusal, _) => refusal,
     };
+    // Completed with no lock held: a flush of `dest` waits for it.
+    if recv.as_ref().is_some_and(|r| r.own) {
+        d.rq_busy += 1;
+    }
     match (refusal, recv) {
         (None, recv) => {
             d.resp_psn = req.psn.next();
             Verdict::Execute(recv)
         }
-        (Some(_), _) if uc => Verdict::Drop,
+        // A receive taken is completed whatever the QP type.
+        (Some(_), None) if uc => Verdict::Drop,
         (Some((nak @ Nak::Rnr(_), _)), _) => Verdict::Nak(nak, None),
         (Some((nak, status)), recv) => {
             d.resp_psn = req.psn.next();
@@ -439,10 +441,6 @@ fn datagram(port: &Net, dest: &QpUse, req: &Request<'_>, after: &mut After) {
     let Some(recv) = recv else {
         return;
     };
-    // Not counted in `rq_busy`: completed under the lock taken with it.
-    if recv.own {
-        dl.rq_busy = dl.rq_busy.saturating_sub(1);
-    }
     let status = if checked == WcStatus::Success {
         // At most an MTU: no chunking, no sleeping under the lock.
         let pace = Pace {

@@ -30,6 +30,9 @@ struct Service {
     memory: bool,
     /// Each send names its destination (an address handle).
     datagram: bool,
+    /// The responder answers every request, and the requester tries again
+    /// until it does: reliable.
+    acknowledged: bool,
 }
 
 const RC: Service = Service {
@@ -37,6 +40,7 @@ const RC: Service = Service {
     read_atomic: true,
     memory: true,
     datagram: false,
+    acknowledged: true,
 };
 
 /// No responder resources, no acknowledgements: nothing comes back.
@@ -45,6 +49,7 @@ const UC: Service = Service {
     read_atomic: false,
     memory: false,
     datagram: false,
+    acknowledged: false,
 };
 
 /// UD and GSI: datagrams, each to an address.
@@ -53,6 +58,7 @@ const UD: Service = Service {
     read_atomic: false,
     memory: false,
     datagram: true,
+    acknowledged: false,
 };
 
 impl Service {
@@ -81,7 +87,7 @@ pub(crate) fn carries(qp_type: QpType, opcode: Opcode) -> bool {
 /// requester waits for an answer and tries again without one; UC and UD
 /// drop what they cannot take, and nobody is told.
 pub(crate) fn acknowledged(qp_type: QpType) -> bool {
-    Service::of(qp_type).read_atomic
+    Service::of(qp_type).acknowledged
 }
 
 /// Whether a QP of type `qp_type` may post `wr`.
