@@ -6,8 +6,9 @@
  *   fuzz [-s SEED] [-n OPS] [-t THREADS] [-l LANES] [-d DEV]
  *
  * Single-threaded runs replay exactly from their seed. With -t, threads
- * post and poll on CQs they share; each owns its lanes. Prints one TAP
- * line; on a violation, the op that found it and the ops before it.
+ * post and poll on CQs they share; each owns its lanes, and now and then
+ * one stops the others to overrun the shared CQs. Prints one TAP line; on
+ * a violation, the op that found it and the ops before it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +58,8 @@ static void note(struct lane *l, const char *fmt, ...)
 	char *t;
 	int n;
 
-	if (!tracing)
+	/* The steps after a violation are not those that found it. */
+	if (!tracing || failed)
 		return;
 	t = trace[notes++ % TRACE];
 	n = snprintf(t, sizeof(trace[0]), "op %ld lane %d: ", ops_done, l ? l->id : -1);
@@ -66,18 +68,14 @@ static void note(struct lane *l, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The lane of QP @qpn: *@qp is it, *@b whether it is b's side (b or c). */
-static struct lane *lane_of(uint32_t qpn, int *b, struct ibv_qp **qp)
+/* The lane of QP @qpn: *@qp is it, *@k which of the lane's (QP_A...). */
+static struct lane *lane_of(uint32_t qpn, int *k, struct ibv_qp **qp)
 {
 	for (int i = 0; i < nlanes; i++) {
-		struct ibv_qp *qps[] = { lanes[i].a, lanes[i].b, lanes[i].c };
-
-		for (int k = 0; k < 3; k++) {
-			if (qps[k] && qps[k]->qp_num == qpn) {
-				*b = k > 0;
-				*qp = qps[k];
+		for (*k = 0; *k < NQPS; (*k)++) {
+			*qp = lane_qp(&lanes[i], *k);
+			if (*qp && (*qp)->qp_num == qpn)
 				return &lanes[i];
-			}
 		}
 	}
 	return NULL;
@@ -101,13 +99,14 @@ static int poll_cq(struct ibv_cq *cq, int max)
 	return n;
 }
 
-/* The lane whose tiny CQ @cq is (*@b: b's), or NULL. */
-static struct lane *tiny_lane(struct ibv_cq *cq, int *b)
+/* What the model knows of @cq, a lane's own or a shared one. */
+static struct cqm *cqm_of(struct ibv_cq *cq)
 {
 	for (int i = 0; i < nlanes; i++) {
-		*b = lanes[i].cb.cap && lanes[i].bcq == cq;
-		if (*b || (lanes[i].ca.cap && lanes[i].acq == cq))
-			return &lanes[i];
+		if (lanes[i].ca->cq == cq)
+			return lanes[i].ca;
+		if (lanes[i].cb->cq == cq)
+			return lanes[i].cb;
 	}
 	return NULL;
 }
@@ -115,36 +114,37 @@ static struct lane *tiny_lane(struct ibv_cq *cq, int *b)
 /*
  * An overrun CQ gives the completions queued before the overrun, in
  * order; then the first poll of the drained ring returns 0 (uverbs polls
- * one CQE at a time and stops at 0) and every later poll fails.
+ * one CQE at a time and stops at 0) and every later poll fails. A short
+ * poll while the model expects more is no proof of loss yet: an RC
+ * sender's error and flushes come from its retry timer, after the QP is
+ * seen in ERR; once the ring is found drained, nothing more may come.
  */
-static int overrun_poll(struct lane *t, int b, int n, int max)
+static int overrun_poll(struct cqm *cq, int n, int max)
 {
-	struct cqm *cq = b ? &t->cb : &t->ca;
-	int left = b ? t->eb.len : t->ea.len;
+	int left = cq->fill;
 
 	if (n < 0 && cq->drained && !left)
 		return 0;
-	if (n < 0 || (n < max && left) || (!n && cq->drained)) {
-		violation("lane %d: poll of %c's overrun CQ returned %d (of %d), %d completions left, %s drained",
-			  t->id, b ? 'b' : 'a', n, max, left,
+	if (n < 0 || (!n && cq->drained)) {
+		violation("poll of overrun CQ %u returned %d (of %d), %d completions left, %s drained",
+			  cq->cq->handle, n, max, left,
 			  cq->drained ? "found" : "not");
 		return -1;
 	}
-	if (n < max)
+	if (n < max && !left)
 		cq->drained = 1;
 	return n;
 }
 
 static int poll_and_check(struct ibv_cq *cq, int max)
 {
-	int tb;
-	struct lane *t = tiny_lane(cq, &tb);
-	int over = t && (tb ? t->cb.overrun : t->ca.overrun);
+	struct cqm *m = cqm_of(cq);
+	int over = m && m->overrun;
 	struct ibv_wc wc[16];
 	int n = ibv_poll_cq(cq, max, wc);
 
 	if (over && n < 0)
-		return overrun_poll(t, tb, n, max);
+		return overrun_poll(m, n, max);
 	if (n < 0) {
 		violation("poll_cq failed: %d", n);
 		return -1;
@@ -152,9 +152,9 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 	for (int i = 0; i < n; i++) {
 		struct ibv_qp *qp;
 		struct lane *l;
-		int b;
+		int k;
 
-		l = lane_of(wc[i].qp_num, &b, &qp);
+		l = lane_of(wc[i].qp_num, &k, &qp);
 		if (!l) {
 			violation("completion of unknown QP %u, wr_id %llu",
 				  wc[i].qp_num, (unsigned long long)wc[i].wr_id);
@@ -162,7 +162,7 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 		}
 		/* Under the lane's lock: its owner may reset it once quiet. */
 		pthread_mutex_lock(&l->lock);
-		if (model_check_wc(l, b, &wc[i])) {
+		if (model_check_wc(l, k, &wc[i])) {
 			pthread_mutex_unlock(&l->lock);
 			return -1;
 		}
@@ -176,13 +176,14 @@ static int poll_and_check(struct ibv_cq *cq, int max)
 		pthread_mutex_unlock(&l->lock);
 	}
 	if (over)
-		return overrun_poll(t, tb, n, max);
+		return overrun_poll(m, n, max);
 	return n;
 }
 
 /*
- * Reads the async events there are and counts each for its lane: CQ_ERR
- * of a tiny CQ, SRQ_LIMIT_REACHED. Any thread may read another's.
+ * Reads the async events there are and counts each for its lane (a CQ_ERR
+ * for its CQ, once however many lanes share it): CQ_ERR of a tiny CQ,
+ * SRQ_LIMIT_REACHED. Any thread may read another's.
  */
 static void async_events(struct ibv_context *ctx)
 {
@@ -191,18 +192,17 @@ static void async_events(struct ibv_context *ctx)
 
 	pthread_mutex_lock(&async_lock);
 	while (!ibv_get_async_event(ctx, &ev)) {
+		struct cqm *cq = ev.event_type == IBV_EVENT_CQ_ERR ?
+				 cqm_of(ev.element.cq) : NULL;
+
+		if (cq && !cq->cap)
+			violation("CQ_ERR on CQ %u, which cannot overrun",
+				  cq->cq->handle);
+		if (cq)
+			__atomic_add_fetch(&cq->errs, 1, __ATOMIC_SEQ_CST);
 		for (int i = 0; i < nlanes; i++) {
 			struct lane *l = &lanes[i];
 
-			if (ev.event_type == IBV_EVENT_CQ_ERR &&
-			    (ev.element.cq == l->acq || ev.element.cq == l->bcq)) {
-				struct cqm *cq = ev.element.cq == l->acq ? &l->ca : &l->cb;
-
-				if (!cq->cap)
-					violation("lane %d: CQ_ERR on a CQ that cannot overrun",
-						  l->id);
-				__atomic_add_fetch(&cq->errs, 1, __ATOMIC_SEQ_CST);
-			}
 			if (ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED &&
 			    ev.element.srq == l->srq)
 				__atomic_add_fetch(&l->limit_events, 1, __ATOMIC_SEQ_CST);
@@ -265,22 +265,25 @@ enum fault {
 
 /*
  * UD: 0 to an MTU, some past it; to b's Q_Key, to a's (bit 31), to a
- * wrong one, or to a (which has no receive), through either AH.
+ * wrong one, or to a (which has no receive), through either AH. b and c
+ * are those of lane @t, this one or another.
  */
-static uint32_t build_ud(struct lane *l, struct rng *r, struct mwr *m)
+static uint32_t build_ud(struct lane *l, struct lane *t, struct rng *r,
+			 struct mwr *m)
 {
 	int to = below(r, 10), p = below(r, 20);
 
 	m->global = chance(r, 50);
+	m->to = t;
 	/* b and c share the SRQ: either may take its next receive. */
-	m->qpn = to == 9 ? l->a->qp_num : l->c && chance(r, 40) ?
-		 l->c->qp_num : l->b->qp_num;
+	m->qpn = to == 9 ? l->s[0].qp->qp_num : t->c && chance(r, 40) ?
+		 t->c->qp_num : t->b->qp_num;
 	if (to < 7)
-		m->qkey = l->qkey_b;
+		m->qkey = t->qkey_b;
 	else if (to < 8)
 		m->qkey = 0x80000000 | (uint32_t)rnd(r);
 	else
-		m->qkey = l->qkey_b ^ (1 + below(r, 0xffff));
+		m->qkey = t->qkey_b ^ (1 + below(r, 0xffff));
 	if (!p)
 		return 0;
 	return p < 9 ? 1 + below(r, 64) : p < 17 ? 1 + below(r, UD_MTU) :
@@ -294,14 +297,14 @@ static const enum ibv_wr_opcode ops[] = {
 };
 
 /*
- * Builds one send WR of lane @l into @wr/@sge and its model copy @m.
- * Returns 1 when the post must refuse it, 2 when the post must refuse its
- * whole list (uverbs reads a UD list before the driver sees any of it and
- * takes only sends there), 0 when it is accepted, -1 when the lane has no
- * memory left.
+ * Builds one send WR of lane @l (a datagram to lane @t) into @wr/@sge and
+ * its model copy @m. Returns 1 when the post must refuse it, 2 when the
+ * post must refuse its whole list (uverbs reads a UD list before the
+ * driver sees any of it and takes only sends there), 0 when it is
+ * accepted, -1 when the lane has no memory left.
  */
-static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
-		      struct ibv_sge *sge, struct mwr *m)
+static int build_send(struct lane *l, struct lane *t, struct rng *r,
+		      struct ibv_send_wr *wr, struct ibv_sge *sge, struct mwr *m)
 {
 	int uc = l->type == IBV_QPT_UC, ud = l->type == IBV_QPT_UD;
 	enum ibv_wr_opcode op = ud ? ops[below(r, chance(r, 97) ? 2 : 4)] :
@@ -312,7 +315,7 @@ static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 	enum fault f = chance(r, 15) ? 1 + below(r, NFAULTS - 1) : NO_FAULT;
 	char *aslot = take_slots(&l->am, slots(l));
 	char *bslot = ud ? l->bm.base : take_slots(&l->bm, 1);
-	uint32_t len;
+	uint32_t len, inl_len = 0;
 	int refused;
 
 	if (!aslot || !bslot)
@@ -320,7 +323,7 @@ static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 	memset(wr, 0, sizeof(*wr));
 	memset(m, 0, sizeof(*m));
 	if (ud)
-		len = build_ud(l, r, m);
+		len = build_ud(l, t, r, m);
 	else if (atomic)
 		len = f == ATOMIC_LEN ? 7 : 8;
 	else if (chance(r, 5))
@@ -369,16 +372,29 @@ static int build_send(struct lane *l, struct rng *r, struct ibv_send_wr *wr,
 	default:
 		break;
 	}
+	/*
+	 * Inline data is read at the post, past the keys: only what carries
+	 * data may be inline, and no more than the QP's max_inline_data.
+	 */
+	m->inl = chance(r, 12);
+	for (int i = 0; i < m->num_sge; i++)
+		inl_len += m->sge[i].length;
 	/* Zero-length SGEs may name anything: the model ignores them too. */
-	refused = f == TOO_MANY_SGES || (uc && writes_local);
+	refused = f == TOO_MANY_SGES || (uc && writes_local) ||
+		  (m->inl && (writes_local || inl_len > l->max_inline));
 	if (ud && op != IBV_WR_SEND && op != IBV_WR_SEND_WITH_IMM)
 		refused = 2;
+	if (m->inl && !refused)
+		count(&stats.inlined);
 	memcpy(sge, m->sge, sizeof(m->sge));
+	/* Inline data is read before the SGEs are counted: the extra is empty. */
+	sge[MAX_SGE] = (struct ibv_sge){ 0 };
 	wr->wr_id = m->wr_id;
 	wr->sg_list = sge;
 	wr->num_sge = f == TOO_MANY_SGES ? MAX_SGE + 1 : m->num_sge;
 	wr->opcode = op;
-	wr->send_flags = m->signaled ? IBV_SEND_SIGNALED : 0;
+	wr->send_flags = (m->signaled ? IBV_SEND_SIGNALED : 0) |
+			 (m->inl ? IBV_SEND_INLINE : 0);
 	wr->imm_data = m->imm;
 	if (ud) {
 		wr->wr.ud.ah = m->global ? l->gah : l->ah;
@@ -424,17 +440,21 @@ static int settle(struct lane *l)
 {
 	double end = mono_now() + 20;
 
-	if (!l->a_err || l->a_settled)
-		return 0;
-	while (qp_state(l->a) != IBV_QPS_ERR) {
-		if (mono_now() > end) {
-			violation("lane %d: a not in ERR 20 s after the model put it there",
-				  l->id);
-			return -1;
+	for (int i = 0; i < 2; i++) {
+		struct sender *s = &l->s[i];
+
+		if (!s->err || s->settled)
+			continue;
+		while (qp_state(s->qp) != IBV_QPS_ERR) {
+			if (mono_now() > end) {
+				violation("lane %d: %c not in ERR 20 s after the model put it there",
+					  l->id, i ? 'd' : 'a');
+				return -1;
+			}
+			usleep(100);
 		}
-		usleep(100);
+		s->settled = 1;
 	}
-	l->a_settled = 1;
 	return 0;
 }
 
@@ -444,21 +464,54 @@ static int settle(struct lane *l)
  */
 static int post_events(struct lane *l)
 {
-	return l->srq || l->ca.cap || l->cb.cap ? check_events(l) : 0;
+	return l->srq || l->ca->cap || l->cb->cap ? check_events(l) : 0;
 }
 
+/*
+ * The lane a's datagrams go to in one post: mostly its own, sometimes
+ * another UD lane of the same thread.
+ */
+static struct lane *peer(struct lane *l, struct rng *r)
+{
+	struct lane *t = &l->peers[below(r, l->npeers)];
+
+	return l->type == IBV_QPT_UD && t->type == IBV_QPT_UD &&
+	       chance(r, 25) ? t : l;
+}
+
+/* Both lanes' model under their locks, taken in one order. */
+static void lock_two(struct lane *l, struct lane *t)
+{
+	pthread_mutex_lock(t->id < l->id ? &t->lock : &l->lock);
+	if (t != l)
+		pthread_mutex_lock(t->id < l->id ? &l->lock : &t->lock);
+}
+
+static void unlock_two(struct lane *l, struct lane *t)
+{
+	if (t != l)
+		pthread_mutex_unlock(&t->lock);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/*
+ * Posts a list to a or d. While one of them waits for a receive, the
+ * other gets none: a receive posted then has one taker.
+ */
 static int op_post_send(struct lane *l, struct rng *r)
 {
 	struct ibv_send_wr wr[3], *bad = NULL;
 	struct ibv_sge sge[3][MAX_SGE + 1];
 	struct mwr m[3];
 	int n = 1 + below(r, 3), bad_at = -1, built = 0, whole = 0, ret;
+	int d = l->s[1].len ? 1 : l->s[0].len ? 0 : l->two_senders && chance(r, 50);
+	struct lane *t = peer(l, r);
 
-	if (l->sq_len + n > DEPTH || l->am.next_slot + n * slots(l) > NSLOT ||
+	if (l->s[d].len + n > DEPTH || l->am.next_slot + n * slots(l) > NSLOT ||
 	    l->bm.next_slot + n > NSLOT)
 		return quiesce(l, r);
 	for (int i = 0; i < n; i++) {
-		int refused = build_send(l, r, &wr[i], sge[i], &m[i]);
+		int refused = build_send(l, t, r, &wr[i], sge[i], &m[i]);
 
 		if (refused < 0)
 			break;
@@ -474,30 +527,39 @@ static int op_post_send(struct lane *l, struct rng *r)
 		bad_at = 0;
 	if (!built)
 		return quiesce(l, r);
-	note(l, "post_send %d WRs (opcode %d first, refused at %d)", built,
-	     wr[0].opcode, bad_at);
-	pthread_mutex_lock(&l->lock);
-	ret = ibv_post_send(l->a, wr, &bad);
+	note(l, "post_send %d WRs to %c (opcode %d first, refused at %d, lane %d)",
+	     built, d ? 'd' : 'a', wr[0].opcode, bad_at, t->id);
+	lock_two(l, t);
+	ret = ibv_post_send(l->s[d].qp, wr, &bad);
 	for (int i = 0; i < (bad_at < 0 ? built : bad_at); i++)
-		model_post_send(l, &m[i]);
+		model_post_send(l, d, &m[i]);
 	model_run(l);
-	pthread_mutex_unlock(&l->lock);
+	unlock_two(l, t);
 	return check_post(l, "post_send", ret, bad_at, bad, wr, sizeof(wr[0])) ||
-	       post_events(l);
+	       post_events(l) || (t != l && post_events(t));
 }
 
-/* Waits until a's completions are all in (UC receives rely on it). */
-static int drain_a(struct lane *l)
+/*
+ * Waits until the completions of @l's senders are all in (UC receives
+ * rely on it), those of every UD lane of the thread for a UD lane.
+ */
+static int drain_senders(struct lane *l)
 {
 	time_t end = time(NULL) + 10;
 
-	while (l->ea.len) {
-		if (poll_cq(l->acq, 16) < 0)
-			return -1;
-		if (time(NULL) > end) {
-			violation("lane %d: %d completions of a never came", l->id,
-				  l->ea.len);
-			return -1;
+	for (int i = 0; i < l->npeers; i++) {
+		struct lane *p = &l->peers[i];
+
+		if (p != l && (l->type != IBV_QPT_UD || p->type != IBV_QPT_UD))
+			continue;
+		while (p->s[0].e.len || p->s[1].e.len) {
+			if (poll_cq(p->ca->cq, 16) < 0)
+				return -1;
+			if (time(NULL) > end) {
+				violation("lane %d: %d completions of a and %d of d never came",
+					  p->id, p->s[0].e.len, p->s[1].e.len);
+				return -1;
+			}
 		}
 	}
 	return 0;
@@ -516,7 +578,7 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 		violation("lane %d: no room for a receive to end an RNR wait", l->id);
 		return -1;
 	}
-	if (l->type != IBV_QPT_RC && drain_a(l))
+	if (l->type != IBV_QPT_RC && drain_senders(l))
 		return -1;
 	for (int i = 0; i < n; i++) {
 		int f = valid ? 0 : chance(r, 12) ? 1 + below(r, 3) : 0;
@@ -558,16 +620,16 @@ static int post_recvs(struct lane *l, struct rng *r, int valid)
 }
 
 /*
- * A signaled zero-length WRITE (UD: a SEND with a wrong Q_Key, dropped):
- * when it completes, every WR before it has.
+ * A signaled zero-length WRITE of sender @d (UD: a SEND with a wrong
+ * Q_Key, dropped): when it completes, every WR before it has.
  */
-static int post_fence(struct lane *l)
+static int post_fence(struct lane *l, int d)
 {
 	int ud = l->type == IBV_QPT_UD;
 	struct mwr m = {
 		.wr_id = (uint64_t)l->id << 32 | ++l->next_id,
 		.op = ud ? IBV_WR_SEND : IBV_WR_RDMA_WRITE, .signaled = 1,
-		.qpn = ud ? l->b->qp_num : 0, .qkey = l->qkey_b ^ 1,
+		.to = l, .qpn = ud ? l->b->qp_num : 0, .qkey = l->qkey_b ^ 1,
 	};
 	struct ibv_send_wr wr = {
 		.wr_id = m.wr_id, .opcode = m.op,
@@ -579,8 +641,8 @@ static int post_fence(struct lane *l)
 		wr.wr.ud = (typeof(wr.wr.ud)){ l->ah, m.qpn, m.qkey };
 
 	pthread_mutex_lock(&l->lock);
-	ret = ibv_post_send(l->a, &wr, &bad);
-	model_post_send(l, &m);
+	ret = ibv_post_send(l->s[d].qp, &wr, &bad);
+	model_post_send(l, d, &m);
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
 	return check_post(l, "post_send (fence)", ret, -1, NULL, &wr, sizeof(wr));
@@ -598,9 +660,13 @@ static int lane_reset(struct lane *l)
 	pthread_mutex_lock(&l->lock);
 	if (!l->srq)
 		l->rq_len = 0;
-	ret = ibv_modify_qp(l->a, &attr, IBV_QP_STATE) ||
-	      ibv_modify_qp(l->b, &attr, IBV_QP_STATE) ||
-	      (l->c && ibv_modify_qp(l->c, &attr, IBV_QP_STATE)) || lane_connect(l);
+	ret = 0;
+	for (int k = 0; k < NQPS; k++) {
+		struct ibv_qp *qp = lane_qp(l, k);
+
+		ret = ret || (qp && ibv_modify_qp(qp, &attr, IBV_QP_STATE));
+	}
+	ret = ret || lane_connect(l);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
 		violation("lane %d: reset and reconnect failed", l->id);
@@ -619,12 +685,12 @@ static int lane_reset(struct lane *l)
 static int events_vs_model(struct lane *l)
 {
 	int got[] = {
-		__atomic_load_n(&l->ca.errs, __ATOMIC_SEQ_CST),
-		__atomic_load_n(&l->cb.errs, __ATOMIC_SEQ_CST),
+		__atomic_load_n(&l->ca->errs, __ATOMIC_SEQ_CST),
+		__atomic_load_n(&l->cb->errs, __ATOMIC_SEQ_CST),
 		__atomic_load_n(&l->limit_events, __ATOMIC_SEQ_CST),
 		__atomic_load_n(&l->last_wqes, __ATOMIC_SEQ_CST),
 	};
-	int due[] = { l->ca.overrun, l->cb.overrun, l->limit_due, l->last_wqe_due };
+	int due[] = { l->ca->overrun, l->cb->overrun, l->limit_due, l->last_wqe_due };
 	int short_one = 0;
 
 	for (unsigned int i = 0; i < ARRAY_SIZE(got); i++) {
@@ -651,8 +717,8 @@ static int check_events(struct lane *l)
 	}
 	if (vs) {
 		violation("lane %d: %d+%d CQ_ERR, %d SRQ_LIMIT_REACHED and %d LAST_WQE_REACHED events, model says %d+%d, %d and %d",
-			  l->id, l->ca.errs, l->cb.errs, l->limit_events,
-			  l->last_wqes, l->ca.overrun, l->cb.overrun,
+			  l->id, l->ca->errs, l->cb->errs, l->limit_events,
+			  l->last_wqes, l->ca->overrun, l->cb->overrun,
 			  l->limit_due, l->last_wqe_due);
 		return -1;
 	}
@@ -689,8 +755,8 @@ static int fresh_qps(struct lane *l, struct rng *r, int new_srq)
 {
 	int ret;
 
-	note(l, "new QPs (CQs overran %d/%d), new SRQ %d", l->ca.overrun,
-	     l->cb.overrun, new_srq);
+	note(l, "new QPs (CQs overran %d/%d), new SRQ %d", l->ca->overrun,
+	     l->cb->overrun, new_srq);
 	pthread_mutex_lock(&l->lock);
 	ret = lane_renew(l, r, new_srq);
 	pthread_mutex_unlock(&l->lock);
@@ -704,26 +770,53 @@ static int fresh_qps(struct lane *l, struct rng *r, int new_srq)
  * expected completion polled, memory compared with the model; a lane in
  * error is reset and connected again. Then its memory is free.
  */
+/* Whether a sender waits for a receive its receiver can still take. */
+static int waiting(struct lane *l)
+{
+	return (l->s[0].len && !l->b_err) || (l->s[1].len && !l->c_err);
+}
+
+/* The QPs must be in the states the model says: ERR or RTS. */
+static int check_states(struct lane *l)
+{
+	for (int k = 0; k < NQPS; k++) {
+		struct ibv_qp *qp = lane_qp(l, k);
+		int err = *lane_err(l, k);
+
+		if (qp && qp_state(qp) != (err ? IBV_QPS_ERR : IBV_QPS_RTS)) {
+			violation("lane %d: %c in state %d, model says %s", l->id,
+				  'a' + k, qp_state(qp), err ? "ERR" : "RTS");
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int quiesce(struct lane *l, struct rng *r)
 {
 	time_t end = time(NULL) + 20;
 	int stale;
 
 	note(l, "quiesce");
-	if (l->sq_len < DEPTH && post_fence(l))
+	for (int i = 0; i < 1 + l->two_senders; i++) {
+		if (l->s[i].len < DEPTH && post_fence(l, i))
+			return -1;
+	}
+	if (settle(l))
 		return -1;
 	while (model_pending(l)) {
-		if (l->sq_len && !l->rq_len && !l->b_err && l->bm.next_slot < NSLOT &&
+		if (waiting(l) && !l->rq_len && l->bm.next_slot < NSLOT &&
 		    post_recvs(l, r, 1))
 			return -1;
-		if (poll_cq(l->acq, 16) < 0 || poll_cq(l->bcq, 16) < 0)
+		if (poll_cq(l->ca->cq, 16) < 0 || poll_cq(l->cb->cq, 16) < 0)
 			return -1;
 		if (time(NULL) > end) {
-			violation("lane %d: completions lost: %d of a, %d of b, %d sends waiting",
-				  l->id, l->ea.len, l->eb.len, l->sq_len);
+			violation("lane %d: completions lost: %d of a, %d of d, %d of b, %d+%d sends waiting",
+				  l->id, l->s[0].e.len, l->s[1].e.len, l->eb.len,
+				  l->s[0].len, l->s[1].len);
 			return -1;
 		}
-		if (l->bm.next_slot == NSLOT && l->sq_len && !l->rq_len)
+		if (l->bm.next_slot == NSLOT && waiting(l) && !l->rq_len)
 			l->bm.next_slot--;	/* room for one more receive */
 	}
 	if (mem_check(l, &l->am, "a") || mem_check(l, &l->bm, "b") ||
@@ -733,18 +826,13 @@ static int quiesce(struct lane *l, struct rng *r)
 	l->bm.next_slot = 0;
 	/* Threads may read the QPs of all lanes: those stay. */
 	stale = l->srq && !l->shared_cqs && model_stale_recvs(l);
-	if (l->a_err || l->b_err || l->c_err || stale) {
-		if (qp_state(l->a) != (l->a_err ? IBV_QPS_ERR : IBV_QPS_RTS) ||
-		    qp_state(l->b) != (l->b_err ? IBV_QPS_ERR : IBV_QPS_RTS) ||
-		    (l->c && qp_state(l->c) != (l->c_err ? IBV_QPS_ERR : IBV_QPS_RTS))) {
-			violation("lane %d: QP states %d/%d/%d, model says a %s, b %s, c %s",
-				  l->id, qp_state(l->a), qp_state(l->b),
-				  l->c ? (int)qp_state(l->c) : -1,
-				  l->a_err ? "ERR" : "RTS", l->b_err ? "ERR" : "RTS",
-				  l->c_err ? "ERR" : "RTS");
+	if (l->s[0].err || l->s[1].err || l->b_err || l->c_err || stale) {
+		if (check_states(l))
 			return -1;
-		}
-		if (l->ca.overrun || l->cb.overrun || stale ?
+		/* Lanes on an overrun shared CQ get new QPs all at once. */
+		if (l->shared_cqs && (l->ca->overrun || l->cb->overrun))
+			return 0;
+		if (l->ca->overrun || l->cb->overrun || stale ?
 		    fresh_qps(l, r, stale) : lane_reset(l))
 			return -1;
 	}
@@ -752,27 +840,31 @@ static int quiesce(struct lane *l, struct rng *r)
 }
 
 /*
- * Moves a, b or c to ERR: everything outstanding on it flushes, but for
- * the receives of an SRQ, which stay for the other QPs.
+ * Moves a, b, c or d to ERR: everything outstanding on it flushes, but
+ * for the receives of an SRQ, which stay for the other QPs.
  */
 static int op_error(struct lane *l, struct rng *r)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-	int b = below(r, l->c ? 3 : 2), ret;
-	struct ibv_qp *qp = b == 2 ? l->c : b ? l->b : l->a;
+	int k = below(r, l->two_senders ? 4 : l->c ? 3 : 2), ret;
+	struct ibv_qp *qp = lane_qp(l, k);
 
 	if (settle(l))
 		return -1;
 
-	note(l, "modify %c to ERR", 'a' + b);
+	note(l, "modify %c to ERR", 'a' + k);
 	pthread_mutex_lock(&l->lock);
 	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
-	model_qp_error(l, b);
+	model_qp_error(l, k);
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
 	if (ret)
 		violation("lane %d: modify to ERR failed: %d", l->id, ret);
-	return ret ? -1 : 0;
+	/*
+	 * b or c in ERR fails a sender waiting for its receive when the
+	 * retries run out: on a tiny CQ, no poll may come before that.
+	 */
+	return ret ? -1 : post_events(l);
 }
 
 /* A transition the QP state machine does not have changes nothing. */
@@ -784,10 +876,10 @@ static int op_illegal_modify(struct lane *l, struct rng *r)
 	if (quiesce(l, r))
 		return -1;
 	note(l, "illegal modify to INIT");
-	ret = ibv_modify_qp(l->a, &attr, IBV_QP_STATE);
-	if (ret != EINVAL || qp_state(l->a) != (l->a_err ? IBV_QPS_ERR : IBV_QPS_RTS)) {
+	ret = ibv_modify_qp(l->s[0].qp, &attr, IBV_QP_STATE);
+	if (ret != EINVAL || check_states(l)) {
 		violation("lane %d: RTS/ERR -> INIT returned %d, state now %d",
-			  l->id, ret, qp_state(l->a));
+			  l->id, ret, qp_state(l->s[0].qp));
 		return -1;
 	}
 	return 0;
@@ -821,7 +913,7 @@ static int op_rereg(struct lane *l, struct rng *r)
 static int op_refused(struct lane *l, struct rng *r)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = l->acq, .recv_cq = l->acq,
+		.send_cq = l->ca->cq, .recv_cq = l->ca->cq,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
 			 .max_recv_sge = 1,
 			 .max_inline_data = RSOFT_MAX_INLINE_DATA + 1 + below(r, 256) },
@@ -870,7 +962,7 @@ static int op_refused(struct lane *l, struct rng *r)
 		return -1;
 	}
 	/* A CQ with QPs on it cannot go. */
-	if (!l->shared_cqs && ibv_destroy_cq(l->acq) != EBUSY) {
+	if (!l->shared_cqs && ibv_destroy_cq(l->ca->cq) != EBUSY) {
 		violation("destroy_cq of a CQ in use did not fail with EBUSY");
 		return -1;
 	}
@@ -881,8 +973,7 @@ static int op_refused(struct lane *l, struct rng *r)
  * A CQ is resized to @cqe entries, a tiny one to another tiny size:
  * refused (EINVAL) below the completions it holds.
  */
-static int resize(struct lane *l, struct ibv_cq *cq, struct cqm *m,
-		  const struct fifo *f, int cqe, struct rng *r)
+static int resize(struct cqm *m, int cqe, struct rng *r)
 {
 	int want, ret;
 
@@ -890,11 +981,11 @@ static int resize(struct lane *l, struct ibv_cq *cq, struct cqm *m,
 		cqe = 1 + below(r, TINY_CQ);
 	if (m->overrun)
 		return 0;
-	want = cqe < f->len ? EINVAL : 0;
-	ret = ibv_resize_cq(cq, cqe);
-	if (ret != want || (!ret && cq->cqe != cqe)) {
-		violation("lane %d: resize_cq of a CQ holding %d to %d: %d (cqe %d)",
-			  l->id, f->len, cqe, ret, cq->cqe);
+	want = cqe < m->fill ? EINVAL : 0;
+	ret = ibv_resize_cq(m->cq, cqe);
+	if (ret != want || (!ret && m->cq->cqe != cqe)) {
+		violation("resize_cq of CQ %u holding %d to %d: %d (cqe %d)",
+			  m->cq->handle, m->fill, cqe, ret, m->cq->cqe);
 		return -1;
 	}
 	if (!ret && m->cap)
@@ -911,8 +1002,43 @@ static int op_resize(struct lane *l, struct rng *r)
 		return 0;
 	if (settle(l))
 		return -1;
-	return resize(l, l->acq, &l->ca, &l->ea, cqe, r) ||
-	       resize(l, l->bcq, &l->cb, &l->eb, cqe, r);
+	return resize(l->ca, cqe, r) || resize(l->cb, cqe, r);
+}
+
+/*
+ * Destroys the QPs with work queued, sends waiting for receives and
+ * receives not taken: what the CQs hold is polled first, and after the
+ * destroy the CQs must give nothing more, neither of those WRs nor a
+ * flush. The lane then gets new QPs; an SRQ keeps its receives.
+ */
+static int op_destroy(struct lane *l, struct rng *r)
+{
+	time_t end = time(NULL) + 20;
+	int queued;
+
+	if (settle(l))
+		return -1;
+	while (l->s[0].e.len || l->s[1].e.len || l->eb.len) {
+		if (poll_cq(l->ca->cq, 16) < 0 || poll_cq(l->cb->cq, 16) < 0)
+			return -1;
+		if (time(NULL) > end) {
+			violation("lane %d: completions lost before a destroy: %d of a, %d of d, %d of b",
+				  l->id, l->s[0].e.len, l->s[1].e.len, l->eb.len);
+			return -1;
+		}
+	}
+	if (check_events(l))
+		return -1;
+	queued = l->s[0].len + l->s[1].len + (l->srq ? 0 : l->rq_len);
+	note(l, "destroy the QPs, %d WRs queued", queued);
+	if (queued)
+		count(&stats.destroys);
+	pthread_mutex_lock(&l->lock);
+	lane_destroy_qps(l);
+	pthread_mutex_unlock(&l->lock);
+	if (poll_cq(l->ca->cq, 16) < 0 || poll_cq(l->cb->cq, 16) < 0)
+		return -1;
+	return fresh_qps(l, r, 0);
 }
 
 /* One random op on lane @l; @single: ops that only one thread may do. */
@@ -928,7 +1054,7 @@ static int step(struct lane *l, struct rng *r, int single)
 		int b = chance(r, 50), n = 1 + below(r, 16);
 
 		note(l, "poll %c's CQ for %d", b ? 'b' : 'a', n);
-		return poll_cq(b ? l->bcq : l->acq, n) < 0;
+		return poll_cq(b ? l->cb->cq : l->ca->cq, n) < 0;
 	}
 	if (p < 84)
 		return quiesce(l, r);
@@ -938,11 +1064,82 @@ static int step(struct lane *l, struct rng *r, int single)
 		return op_rereg(l, r);
 	if (!single)
 		return 0;
-	if (p < 94)
+	if (p < 93)
 		return op_illegal_modify(l, r);
-	if (p < 97)
+	if (p < 96)
 		return op_resize(l, r);
+	/* New QPs are slow to make: a destroy is rarer than the others. */
+	if (p < 97 && chance(r, 30))
+		return op_destroy(l, r);
 	return op_refused(l, r);
+}
+
+/*
+ * Threaded runs stop the other threads for what needs every lane: a step
+ * holds the world for reading, shared_overrun() for writing.
+ */
+static pthread_rwlock_t world;
+static struct cqm shared[2];	/* the CQs of all a and d, of all b and c */
+static int shared_cqe;
+
+/*
+ * With the other threads stopped and every lane quiet, the shared CQs (a
+ * side's, b side's or both) become tiny and random posts on any lanes go
+ * on until one overruns: the model counts their fill as it does a lane's
+ * own tiny CQ. Every lane is then quiesced, and when a CQ overran all get
+ * new QPs on a new one; a tiny CQ that did not overrun is made big again.
+ */
+static int shared_overrun(struct rng *r)
+{
+	int which = 1 + below(r, 3);
+
+	for (int i = 0; i < nlanes; i++) {
+		if (quiesce(&lanes[i], r))
+			return -1;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (which & 1 << k && resize(&shared[k], 1 + below(r, TINY_CQ), r))
+			return -1;
+		if (which & 1 << k)
+			shared[k].cap = shared[k].cq->cqe;
+	}
+	for (int n = 0; n < 64 && !shared[0].overrun && !shared[1].overrun; n++) {
+		struct lane *l = &lanes[below(r, nlanes)];
+
+		if (l->type != IBV_QPT_RC &&
+		    (chance(r, 60) ? op_post_send(l, r) : post_recvs(l, r, 0)))
+			return -1;
+	}
+	for (int i = 0; i < nlanes; i++) {
+		if (quiesce(&lanes[i], r))
+			return -1;
+	}
+	if (shared[0].overrun || shared[1].overrun) {
+		count(&stats.shared_overruns);
+		for (int i = 0; i < nlanes; i++)
+			lane_destroy_qps(&lanes[i]);
+	}
+	for (int k = 0; k < 2; k++) {
+		if (shared[k].overrun) {
+			ibv_destroy_cq(shared[k].cq);
+			shared[k].cq = ibv_create_cq(lanes[0].ctx, shared_cqe,
+						     NULL, NULL, 0);
+		} else if (shared[k].cap && ibv_resize_cq(shared[k].cq, shared_cqe)) {
+			violation("resize_cq of an empty shared CQ to %d failed",
+				  shared_cqe);
+			return -1;
+		}
+		shared[k] = (struct cqm){ .cq = shared[k].cq };
+		if (!shared[k].cq) {
+			violation("create_cq: %m");
+			return -1;
+		}
+	}
+	for (int i = 0; i < nlanes; i++) {
+		if (!lanes[i].s[0].qp && fresh_qps(&lanes[i], r, 0))
+			return -1;
+	}
+	return 0;
 }
 
 struct worker {
@@ -959,18 +1156,33 @@ static void *work(void *arg)
 
 	for (w->done = 0; w->done < w->ops && !failed; w->done++) {
 		struct lane *l = &lanes[w->first + below(&w->rng, w->count)];
+		int ret;
 
 		if (w->single)
 			ops_done = w->done;
-		if (step(l, &w->rng, w->single)) {
+		if (!w->single && !below(&w->rng, 600)) {
+			/* One thread runs: a failure shows the steps of this phase. */
+			pthread_rwlock_wrlock(&world);
+			ops_done = w->done;
+			tracing = 1;
+			ret = shared_overrun(&w->rng);
+			tracing = ret != 0;
+		} else {
+			pthread_rwlock_rdlock(&world);
+			ret = step(l, &w->rng, w->single);
+		}
+		pthread_rwlock_unlock(&world);
+		if (ret) {
 			/* Every way out of a step that fails says why. */
 			if (!failed)
 				violation("op %ld failed without a report", w->done);
 			break;
 		}
 	}
+	pthread_rwlock_rdlock(&world);
 	for (int i = 0; i < w->count && !failed; i++)
 		quiesce(&lanes[w->first + i], &w->rng);
+	pthread_rwlock_unlock(&world);
 	return NULL;
 }
 
@@ -982,8 +1194,8 @@ int main(int argc, char **argv)
 	int threads = 1, per = 4, opt;
 	struct worker wk[8];
 	struct ibv_context *ctx;
-	struct ibv_cq *acq = NULL, *bcq = NULL;
-	struct rng r;
+	pthread_rwlockattr_t wattr;
+	struct rng r, more;
 	struct timespec t0, t1;
 	char kinds[256] = "";
 
@@ -1021,12 +1233,22 @@ int main(int argc, char **argv)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	r.s = seed;
+	/* Choices the fuzzer gained later: a seed's lanes stay what they were. */
+	more.s = ~seed;
 	tracing = threads == 1;
-	/* Threads share two CQs: all a's completions on one, all b's on the other. */
+	/*
+	 * Threads share two CQs: all a's and d's completions on one, all b's
+	 * and c's on the other. The world lock must not starve its writer.
+	 */
+	pthread_rwlockattr_init(&wattr);
+	pthread_rwlockattr_setkind_np(&wattr,
+				      PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&world, &wattr);
 	if (threads > 1) {
-		acq = ibv_create_cq(ctx, threads * per * MAX_EXPECT, NULL, NULL, 0);
-		bcq = ibv_create_cq(ctx, threads * per * MAX_EXPECT, NULL, NULL, 0);
-		if (!acq || !bcq) {
+		shared_cqe = threads * per * 2 * MAX_EXPECT;
+		shared[0].cq = ibv_create_cq(ctx, shared_cqe, NULL, NULL, 0);
+		shared[1].cq = ibv_create_cq(ctx, shared_cqe, NULL, NULL, 0);
+		if (!shared[0].cq || !shared[1].cq) {
 			printf("not ok - fuzz: create shared CQs: %m\n");
 			return 1;
 		}
@@ -1047,16 +1269,28 @@ int main(int argc, char **argv)
 			.srq = chance(&r, 35),
 			.tiny = chance(&r, 30) ? 1 + below(&r, 3) : 0,
 		};
+		struct lane *l = &lanes[nlanes];
 
+		/* Half the RC and UC lanes with an SRQ have c take sends too. */
+		kind.two_senders = kind.srq && kind.type != IBV_QPT_UD &&
+				   chance(&more, 50);
+		/* Inline data up to a random limit: none, some, the device's most. */
+		kind.max_inline = chance(&more, 20) ? 0 : chance(&more, 20) ?
+				  RSOFT_MAX_INLINE_DATA :
+				  1 + below(&more, RSOFT_MAX_INLINE_DATA);
 		snprintf(kinds + strlen(kinds), sizeof(kinds) - strlen(kinds),
-			 "%s%s%s%s", nlanes ? " " : "lanes ",
+			 "%s%s%s%s%s", nlanes ? " " : "lanes ",
 			 kind.type == IBV_QPT_RC ? "RC" : kind.type == IBV_QPT_UC ? "UC" : "UD",
-			 kind.srq ? "+SRQ" : "", threads > 1 ? "" : tiny[kind.tiny]);
-		if (!pd || lane_open(&lanes[nlanes], ctx, pd, &kind, acq, bcq, &r,
-				     nlanes)) {
+			 kind.srq ? "+SRQ" : "", kind.two_senders ? "+d" : "",
+			 threads > 1 ? "" : tiny[kind.tiny]);
+		if (!pd || lane_open(l, ctx, pd, &kind, threads > 1 ? shared : NULL,
+				     &r, nlanes)) {
 			printf("not ok - fuzz: lane %d setup: %m\n", nlanes);
 			return 1;
 		}
+		/* UD lanes send to those of their thread. */
+		l->peers = &lanes[nlanes - nlanes % per];
+		l->npeers = per;
 	}
 	for (int i = 0; i < threads; i++) {
 		wk[i] = (struct worker){
@@ -1072,7 +1306,7 @@ int main(int argc, char **argv)
 	/* Nothing may come after everything expected came. */
 	if (!failed) {
 		for (int i = 0; i < nlanes; i++) {
-			if (poll_cq(lanes[i].acq, 16) || poll_cq(lanes[i].bcq, 16))
+			if (poll_cq(lanes[i].ca->cq, 16) || poll_cq(lanes[i].cb->cq, 16))
 				break;
 		}
 	}
@@ -1083,27 +1317,29 @@ int main(int argc, char **argv)
 		lane_close(&lanes[i]);
 		ibv_dealloc_pd(pd);
 	}
-	if (acq)
-		ibv_destroy_cq(acq);
-	if (bcq)
-		ibv_destroy_cq(bcq);
+	for (int k = 0; k < 2; k++) {
+		if (shared[k].cq)
+			ibv_destroy_cq(shared[k].cq);
+	}
 	ibv_close_device(ctx);
 	if (!failed) {
 		printf("ok - fuzz seed %llu: %ld ops, %d threads, %d lanes (%.1f s)\n",
 		       seed, done, threads, nlanes,
 		       t1.tv_sec - t0.tv_sec + (t1.tv_nsec - t0.tv_nsec) / 1e9);
-		printf("# %s; %ld datagrams received by b, %ld by c, %ld dropped; %ld CQ overruns; %ld SRQ limits reached\n",
-		       kinds, stats.datagrams, stats.to_c, stats.dropped,
-		       stats.overruns, stats.limits);
+		printf("# %s; %ld datagrams received by b, %ld by c (%ld from another lane), %ld dropped; %ld CQ overruns (%ld of shared CQs); %ld SRQ limits reached; %ld inline WRs; %ld destroys with work queued\n",
+		       kinds, stats.datagrams, stats.to_c, stats.across,
+		       stats.dropped, stats.overruns, stats.shared_overruns,
+		       stats.limits, stats.inlined, stats.destroys);
 		return 0;
 	}
 	printf("not ok - fuzz seed %llu: %ld ops, %d threads: %s\n", seed, nops,
 	       threads, first_violation);
-	if (threads == 1) {
+	if (threads == 1)
 		printf("# replay: fuzz -s %llu -n %ld -l %d; the last steps:\n",
 		       seed, ops_done + 1, per);
-		for (long i = notes > TRACE ? notes - TRACE : 0; i < notes; i++)
-			printf("#   %s\n", trace[i % TRACE]);
-	}
+	else if (notes)
+		printf("# the last steps of the threads stopped for shared CQs:\n");
+	for (long i = notes > TRACE ? notes - TRACE : 0; i < notes; i++)
+		printf("#   %s\n", trace[i % TRACE]);
 	return 1;
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A lane's objects: memory with guard bytes and its shadow, the MRs over
- * it, the CQs and the QP pair, connected on the device's own LID.
+ * it, the CQs and the QPs, connected on the device's own LID.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,23 +41,42 @@ int mem_check(struct lane *l, struct mem *m, const char *side)
 	return 0;
 }
 
-static struct ibv_qp *new_qp(struct lane *l, struct ibv_cq *cq,
+/*
+ * A QP of the lane: the model needs the max_inline_data it asked for to
+ * be the one the QP has.
+ */
+static struct ibv_qp *new_qp(struct lane *l, struct cqm *cq,
 			     struct ibv_srq *srq)
 {
 	struct ibv_qp_init_attr init = {
-		.send_cq = cq, .recv_cq = cq, .srq = srq,
+		.send_cq = cq->cq, .recv_cq = cq->cq, .srq = srq,
 		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
-			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE },
+			 .max_send_sge = MAX_SGE, .max_recv_sge = MAX_SGE,
+			 .max_inline_data = l->max_inline },
 		.qp_type = l->type,
 	};
+	struct ibv_qp *qp = ibv_create_qp(l->pd, &init);
 
-	return ibv_create_qp(l->pd, &init);
+	if (qp && init.cap.max_inline_data != l->max_inline) {
+		violation("lane %d: create_qp asking max_inline_data %u got %u",
+			  l->id, l->max_inline, init.cap.max_inline_data);
+		ibv_destroy_qp(qp);
+		return NULL;
+	}
+	return qp;
+}
+
+struct ibv_qp *lane_qp(struct lane *l, int qp)
+{
+	struct ibv_qp *qps[] = { l->s[0].qp, l->b, l->c, l->s[1].qp };
+
+	return qps[qp];
 }
 
 /*
  * Moves the QPs (in RESET) to RTS: a and b towards each other; c, on UD
- * the second destination of a, on RC and UC towards a, which sends it
- * nothing.
+ * the second destination of a, on RC and UC towards d, or towards a,
+ * which sends it nothing, when the lane has no d.
  */
 #ifndef TIMEOUT
 #define TIMEOUT 8
@@ -65,57 +84,76 @@ static struct ibv_qp *new_qp(struct lane *l, struct ibv_cq *cq,
 
 int lane_connect(struct lane *l)
 {
-	l->a_err = 0;
-	l->a_settled = 0;
+	struct ibv_qp *a = l->s[0].qp, *d = l->s[1].qp;
+
+	for (int i = 0; i < 2; i++) {
+		l->s[i].err = 0;
+		l->s[i].settled = 0;
+	}
 	l->b_err = 0;
 	l->c_err = 0;
 	if (l->type == IBV_QPT_UD)
-		return ud_ready(l->a, l->qkey_a) || ud_ready(l->b, l->qkey_b) ||
+		return ud_ready(a, l->qkey_a) || ud_ready(l->b, l->qkey_b) ||
 		       (l->c && ud_ready(l->c, l->qkey_b));
 	/*
 	 * rnr_retry 7: a send waits for its receive, as the model says. A
 	 * send to an errored b fails after four timeouts of 1 ms.
 	 */
-	return rsoft_connect_retry(l->a, l->lid, l->b->qp_num, 7, 0, TIMEOUT, 3) ||
-	       rsoft_connect_access(l->b, l->lid, l->a->qp_num, 7, l->qp_rights) ||
-	       (l->c && rsoft_connect_access(l->c, l->lid, l->a->qp_num, 7, 0));
+	return rsoft_connect_retry(a, l->lid, l->b->qp_num, 7, 0, TIMEOUT, 3) ||
+	       rsoft_connect_access(l->b, l->lid, a->qp_num, 7, l->qp_rights) ||
+	       (d && (rsoft_connect_retry(d, l->lid, l->c->qp_num, 7, 0, TIMEOUT, 3) ||
+		      rsoft_connect_access(l->c, l->lid, d->qp_num, 7, l->qp_rights))) ||
+	       (l->c && !d && rsoft_connect_access(l->c, l->lid, a->qp_num, 7, 0));
 }
 
 /* The lane's CQs (unless shared) and QPs, connected. */
-static int qps_open(struct lane *l, struct ibv_cq *acq, struct ibv_cq *bcq)
+static int qps_open(struct lane *l)
 {
-	l->shared_cqs = acq != NULL;
-	l->acq = acq ? acq : ibv_create_cq(l->ctx, l->ca.cap ?: MAX_EXPECT,
-					   NULL, NULL, 0);
-	l->bcq = bcq ? bcq : ibv_create_cq(l->ctx, l->cb.cap ?: MAX_EXPECT,
-					   NULL, NULL, 0);
-	if (!l->acq || !l->bcq)
+	if (!l->shared_cqs) {
+		l->ca->cq = ibv_create_cq(l->ctx, l->ca->cap ?: MAX_EXPECT,
+					  NULL, NULL, 0);
+		l->cb->cq = ibv_create_cq(l->ctx, l->cb->cap ?: MAX_EXPECT,
+					  NULL, NULL, 0);
+	}
+	if (!l->ca->cq || !l->cb->cq)
 		return -1;
-	l->a = new_qp(l, l->acq, NULL);
-	l->b = new_qp(l, l->bcq, l->srq);
-	l->c = l->srq ? new_qp(l, l->bcq, l->srq) : NULL;
-	if (!l->a || !l->b || (l->srq && !l->c))
+	l->s[0].qp = new_qp(l, l->ca, NULL);
+	l->s[1].qp = l->two_senders ? new_qp(l, l->ca, NULL) : NULL;
+	l->b = new_qp(l, l->cb, l->srq);
+	l->c = l->srq ? new_qp(l, l->cb, l->srq) : NULL;
+	if (!l->s[0].qp || (l->two_senders && !l->s[1].qp) || !l->b ||
+	    (l->srq && !l->c))
 		return -1;
 	return lane_connect(l);
 }
 
-static void qps_close(struct lane *l)
+/*
+ * Destroys the QPs, senders first: a receiver gone under a waiting sender
+ * would fail it.
+ */
+void lane_destroy_qps(struct lane *l)
 {
-	struct ibv_qp **qps[] = { &l->a, &l->b, &l->c };
+	struct ibv_qp **qps[] = { &l->s[0].qp, &l->s[1].qp, &l->b, &l->c };
 
-	for (int i = 0; i < 3; i++) {
+	for (unsigned int i = 0; i < ARRAY_SIZE(qps); i++) {
 		if (*qps[i])
 			ibv_destroy_qp(*qps[i]);
 		*qps[i] = NULL;
 	}
-	if (!l->shared_cqs) {
-		if (l->acq)
-			ibv_destroy_cq(l->acq);
-		if (l->bcq)
-			ibv_destroy_cq(l->bcq);
+}
+
+static void qps_close(struct lane *l)
+{
+	lane_destroy_qps(l);
+	if (l->shared_cqs)
+		return;
+	for (int i = 0; i < 2; i++) {
+		struct cqm *cq = i ? l->cb : l->ca;
+
+		if (cq->cq)
+			ibv_destroy_cq(cq->cq);
+		cq->cq = NULL;
 	}
-	l->acq = NULL;
-	l->bcq = NULL;
 }
 
 static struct ibv_srq *new_srq(struct lane *l)
@@ -130,20 +168,18 @@ static struct ibv_srq *new_srq(struct lane *l)
 /* A tiny CQ, or none (@tiny 0), that has not overrun. */
 static void tiny_cq(struct cqm *cq, int tiny, struct rng *r)
 {
-	*cq = (struct cqm){ .cap = tiny ? 1 + below(r, TINY_CQ) : 0 };
+	*cq = (struct cqm){ .cq = cq->cq, .cap = tiny ? 1 + below(r, TINY_CQ) : 0 };
 }
 
 /*
  * New QPs (and CQs, unless shared), memory and MRs kept: after a CQ
  * overran, or with a new SRQ (@fresh_srq) when the old one holds receives
- * that would fail its QPs one reset at a time. b's own receives go with
- * it; an SRQ kept keeps its own.
+ * that would fail its QPs one reset at a time, or after the QPs were
+ * destroyed with work queued. b's own receives go with it; an SRQ kept
+ * keeps its own. Shared CQs are the campaign's to renew.
  */
 int lane_renew(struct lane *l, struct rng *r, int fresh_srq)
 {
-	struct ibv_cq *acq = l->shared_cqs ? l->acq : NULL;
-	struct ibv_cq *bcq = l->shared_cqs ? l->bcq : NULL;
-
 	qps_close(l);
 	if (fresh_srq) {
 		ibv_destroy_srq(l->srq);
@@ -152,12 +188,14 @@ int lane_renew(struct lane *l, struct rng *r, int fresh_srq)
 		if (!l->srq)
 			return -1;
 	}
-	tiny_cq(&l->ca, l->ca.cap, r);
-	tiny_cq(&l->cb, l->cb.cap, r);
-	l->sq_len = 0;
-	if (!l->srq || fresh_srq)
+	if (!l->shared_cqs) {
+		tiny_cq(l->ca, l->ca->cap, r);
+		tiny_cq(l->cb, l->cb->cap, r);
+	}
+	model_destroy(l);
+	if (fresh_srq)
 		l->rq_len = 0;
-	return qps_open(l, acq, bcq);
+	return qps_open(l);
 }
 
 /* UD: an AH to our own LID, and one with a GRH to GID 0. */
@@ -181,8 +219,8 @@ static int ud_open(struct lane *l, struct rng *r)
 }
 
 int lane_open(struct lane *l, struct ibv_context *ctx, struct ibv_pd *pd,
-	      const struct lane_kind *kind, struct ibv_cq *acq,
-	      struct ibv_cq *bcq, struct rng *r, int id)
+	      const struct lane_kind *kind, struct cqm *shared,
+	      struct rng *r, int id)
 {
 	static const int rights[] = {
 		IBV_ACCESS_REMOTE_WRITE, IBV_ACCESS_REMOTE_READ,
@@ -221,10 +259,20 @@ int lane_open(struct lane *l, struct ibv_context *ctx, struct ibv_pd *pd,
 		if (!l->srq)
 			return -1;
 	}
-	/* Tiny CQs are the lane's own: a shared one would overrun for all. */
-	tiny_cq(&l->ca, !acq && kind->tiny & 1, r);
-	tiny_cq(&l->cb, !acq && kind->tiny & 2, r);
-	return qps_open(l, acq, bcq);
+	l->two_senders = kind->two_senders;
+	/*
+	 * Tiny CQs are the lane's own: a shared one would overrun for all
+	 * (the campaign makes them tiny only when the threads are stopped).
+	 */
+	l->shared_cqs = shared != NULL;
+	l->ca = shared ? &shared[0] : &l->own_ca;
+	l->cb = shared ? &shared[1] : &l->own_cb;
+	if (!shared) {
+		tiny_cq(l->ca, kind->tiny & 1, r);
+		tiny_cq(l->cb, kind->tiny & 2, r);
+	}
+	l->max_inline = kind->max_inline;
+	return qps_open(l);
 }
 
 void lane_close(struct lane *l)

@@ -6,56 +6,73 @@
  *
  * It depends on nothing but the order of verbs calls: an RC send that
  * finds no receive waits (rnr_retry 7) until one is posted, whenever the
- * device runs it; the fuzzer posts UC and UD receives only while a's
- * queue is idle, so a send finds the same receives whenever it runs. A WR
- * carries at most one fault, so which error wins is never in question.
+ * device runs it; the fuzzer posts UC and UD receives only while the
+ * senders that may reach them are idle, so a send finds the same receives
+ * whenever it runs, and lets at most one of a lane's two senders wait for
+ * a receive, so that a receive posted has one taker. A WR carries at most
+ * one fault, so which error wins is never in question.
  *
  * A tiny CQ's fill is the model's count of completions not yet polled: a
- * single-threaded run polls nothing while the device runs a post, and the
- * device runs a QP in the system call that gave it work.
+ * single-threaded run (or a threaded one whose other threads are stopped)
+ * polls nothing while the device runs a post, and the device runs a QP in
+ * the system call that gave it work.
  */
 #include <string.h>
 
 #include "fuzz.h"
 
-static void push(struct fifo *f, const struct expect *e)
+/*
+ * b and c share one fifo: their completions come in the order of the
+ * system calls that cause them. a and d have one each: a send to a
+ * receiver in ERR completes when its retries run out.
+ */
+static struct fifo *fifo_of(struct lane *l, int qp)
 {
+	return b_side(qp) ? &l->eb : &l->s[qp == QP_D].e;
+}
+
+static void push(struct lane *l, const struct expect *e)
+{
+	struct fifo *f = fifo_of(l, e->qp);
+
 	if (f->len == MAX_EXPECT + DEPTH) {
 		violation("model: more than %d completions expected", f->len);
 		return;
 	}
 	f->e[(f->head + f->len++) % (MAX_EXPECT + DEPTH)] = *e;
+	__atomic_add_fetch(&cq_of(l, e->qp)->fill, 1, __ATOMIC_RELAXED);
 }
 
 /*
- * A completion of a (@b 0) or of b or c (@b 1). One that finds a tiny CQ
- * full is lost: the CQ overruns for good, and every completion it loses
- * puts its QP in ERR (whose flushes are lost too).
+ * A completion of QP @e->qp. One that finds a tiny CQ full is lost: the
+ * CQ overruns for good, and every completion it loses puts its QP in ERR
+ * (whose flushes are lost too).
  */
-static void expect(struct lane *l, int b, const struct expect *e)
+static void expect(struct lane *l, const struct expect *e)
 {
-	struct cqm *cq = b ? &l->cb : &l->ca;
-	struct fifo *f = b ? &l->eb : &l->ea;
-	int qp = b ? 1 + e->c : 0;
-	int in_err = qp == 0 ? l->a_err : qp == 1 ? l->b_err : l->c_err;
+	struct cqm *cq = cq_of(l, e->qp);
 
-	if (!cq->cap || (!cq->overrun && f->len < cq->cap)) {
-		push(f, e);
+	if (!cq->cap || (!cq->overrun && cq->fill < cq->cap)) {
+		push(l, e);
 		return;
 	}
 	if (!cq->overrun)
 		count(&stats.overruns);
 	cq->overrun = 1;
-	if (!in_err)
-		model_qp_error(l, qp);
+	if (!*lane_err(l, e->qp))
+		model_qp_error(l, e->qp);
 }
 
-static void expect_a(struct lane *l, const struct mwr *w,
-		     enum ibv_wc_status status, enum ibv_wc_opcode opcode)
+/* A completion of sender @s (0: a, 1: d). */
+static void expect_send(struct lane *l, int s, const struct mwr *w,
+			enum ibv_wc_status status, enum ibv_wc_opcode opcode)
 {
-	struct expect e = { .wr_id = w->wr_id, .status = status, .opcode = opcode };
+	struct expect e = {
+		.wr_id = w->wr_id, .status = status, .opcode = opcode,
+		.qp = s ? QP_D : QP_A,
+	};
 
-	expect(l, 0, &e);
+	expect(l, &e);
 }
 
 /* The oldest receive is taken; from an SRQ, the limit may fire. */
@@ -71,38 +88,45 @@ static void take_recv(struct lane *l)
 }
 
 /*
- * b's (@c: c's) oldest receive completes with @status (an error or a
- * flush).
+ * The oldest receive, taken by b or c (@qp), completes with @status (an
+ * error or a flush).
  */
-static void fail_recv(struct lane *l, enum ibv_wc_status status, int c)
+static void fail_recv(struct lane *l, enum ibv_wc_status status, int qp)
 {
 	struct expect e = {
-		.wr_id = l->rq[l->rq_head].wr_id, .status = status, .c = c,
+		.wr_id = l->rq[l->rq_head].wr_id, .status = status, .qp = qp,
 	};
 
 	/* Taken first: a lost completion flushes the rest. */
 	take_recv(l);
-	expect(l, 1, &e);
+	expect(l, &e);
 }
 
 /*
- * QP a, b or c (@qp 0, 1, 2) goes to ERR. It flushes its receives; those
- * of an SRQ stay in the SRQ, and a QP of an SRQ that enters ERR raises
- * QP_LAST_WQE_REACHED.
+ * QP @qp goes to ERR. It flushes its receives; those of an SRQ stay in
+ * the SRQ, and a QP of an SRQ that enters ERR raises QP_LAST_WQE_REACHED.
  */
 void model_qp_error(struct lane *l, int qp)
 {
-	if (l->srq && ((qp == 1 && !l->b_err) || (qp == 2 && !l->c_err)))
+	int *err = lane_err(l, qp);
+
+	if (l->srq && b_side(qp) && !*err)
 		l->last_wqe_due++;
-	if (qp == 0)
-		l->a_err = 1;
-	if (qp == 2)
-		l->c_err = 1;
-	if (qp != 1)
-		return;
-	l->b_err = 1;
-	while (l->rq_len && !l->srq)
-		fail_recv(l, IBV_WC_WR_FLUSH_ERR, 0);
+	*err = 1;
+	while (qp == QP_B && l->rq_len && !l->srq)
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR, QP_B);
+}
+
+/*
+ * The QPs are destroyed: their queued WRs go with no completion (the
+ * fuzzer polled every completion before), an SRQ keeps its receives.
+ */
+void model_destroy(struct lane *l)
+{
+	l->s[0].len = 0;
+	l->s[1].len = 0;
+	if (!l->srq)
+		l->rq_len = 0;
 }
 
 static enum ibv_wc_opcode send_opcode(enum ibv_wr_opcode op)
@@ -147,16 +171,21 @@ static char *shadow(struct mem *m, uint64_t addr)
 
 /*
  * Total length of @sge if every non-empty one names @m through @key (or,
- * when @writable is 0, @ro_key too); -1 otherwise.
+ * when @writable is 0, @ro_key too); -1 otherwise. Inline data (@inl) is
+ * read at the post from wherever it is: keys and ranges do not matter.
  */
 static int64_t sges_len(const struct mem *m, const struct ibv_sge *sge, int n,
-			uint32_t key, uint32_t ro_key, int writable)
+			uint32_t key, uint32_t ro_key, int writable, int inl)
 {
 	int64_t len = 0;
 
 	for (int i = 0; i < n; i++) {
 		if (!sge[i].length)
 			continue;
+		if (inl) {
+			len += sge[i].length;
+			continue;
+		}
 		if (sge[i].lkey != key && (writable || sge[i].lkey != ro_key))
 			return -1;
 		if (!in_mem(m, sge[i].addr, sge[i].length))
@@ -215,12 +244,12 @@ static int remote_ok(struct lane *l, uint64_t raddr, uint32_t rkey,
 	       in_mem(&l->bm, raddr, len);
 }
 
-/* a's head WR failed with @status: it completes, a goes to ERR. */
-static void fail_send(struct lane *l, const struct mwr *w,
+/* @s's head WR failed with @status: it completes, @s goes to ERR. */
+static void fail_send(struct lane *l, int s, const struct mwr *w,
 		      enum ibv_wc_status status)
 {
-	expect_a(l, w, status, send_opcode(w->op));
-	l->a_err = 1;
+	expect_send(l, s, w, status, send_opcode(w->op));
+	l->s[s].err = 1;
 }
 
 /* The data movement of a successful WR, into the shadows. */
@@ -275,92 +304,95 @@ static void grh(const struct lane *l, uint32_t len, unsigned char *h)
 }
 
 /*
- * A UD send: sender errors stay at the sender; whatever does not reach a
- * ready receive of b (or c, on the same SRQ) with its Q_Key is dropped; a
- * receive in error (no room for GRH + payload, or not writable) is the
- * receiver's alone.
+ * A UD send of a to b or c of lane @w->to (this one or another): sender
+ * errors stay at the sender; whatever does not reach a ready receive of b
+ * (or c, on the same SRQ) with its Q_Key is dropped; a receive in error
+ * (no room for GRH + payload, or not writable) is the receiver's alone.
  */
 static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 {
+	struct lane *t = w->to;
 	uint32_t qkey = w->qkey & 0x80000000 ? l->qkey_a : w->qkey;
-	int c = l->c && w->qpn == l->c->qp_num;
-	struct mwr *recv = &l->rq[l->rq_head];
+	int qp = w->qpn == t->b->qp_num ? QP_B :
+		 t->c && w->qpn == t->c->qp_num ? QP_C : QP_A;
+	struct mwr *recv = &t->rq[t->rq_head];
 	unsigned char h[GRH_LEN];
 	char buf[SLOT];
 	int64_t room;
 
 	if (len > UD_MTU) {
-		fail_send(l, w, IBV_WC_LOC_LEN_ERR);
+		fail_send(l, 0, w, IBV_WC_LOC_LEN_ERR);
 		return;
 	}
-	if ((w->qpn != l->b->qp_num && !c) || (c ? l->c_err : l->b_err) ||
-	    qkey != l->qkey_b || !l->rq_len) {
+	if (qp == QP_A || *lane_err(t, qp) || qkey != t->qkey_b || !t->rq_len) {
 		count(&stats.dropped);
 		goto sent;
 	}
-	room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey, 0, 1);
+	room = sges_len(&t->bm, recv->sge, recv->num_sge, t->bmr->lkey, 0, 1, 0);
 	if (room < 0 || room < len + GRH_LEN) {
-		fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, c);
-		model_qp_error(l, 1 + c);
+		fail_recv(t, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, qp);
+		model_qp_error(t, qp);
 		goto sent;
 	}
 	if (w->global) {
 		grh(l, len, h);
-		scatter(&l->bm, recv->sge, recv->num_sge, (char *)h, GRH_LEN);
+		scatter(&t->bm, recv->sge, recv->num_sge, (char *)h, GRH_LEN);
 	}
 	gather(&l->am, w->sge, w->num_sge, buf);
-	scatter_at(&l->bm, recv->sge, recv->num_sge, GRH_LEN, buf, len);
+	scatter_at(&t->bm, recv->sge, recv->num_sge, GRH_LEN, buf, len);
 	{
 		struct expect e = {
 			.wr_id = recv->wr_id, .status = IBV_WC_SUCCESS,
 			.opcode = IBV_WC_RECV, .byte_len = GRH_LEN + len,
 			.imm = w->op != IBV_WR_SEND, .imm_val = w->imm,
-			.grh = w->global, .c = c,
+			.grh = w->global, .src_qp = l->s[0].qp->qp_num, .qp = qp,
 		};
 
-		take_recv(l);
-		expect(l, 1, &e);
+		take_recv(t);
+		expect(t, &e);
 	}
-	count(c ? &stats.to_c : &stats.datagrams);
+	count(qp == QP_C ? &stats.to_c : &stats.datagrams);
+	if (t != l)
+		count(&stats.across);
 sent:
 	if (w->signaled)
-		expect_a(l, w, IBV_WC_SUCCESS, IBV_WC_SEND);
+		expect_send(l, 0, w, IBV_WC_SUCCESS, IBV_WC_SEND);
 }
 
 /*
- * Runs a's head WR; returns 0 when it must wait for a receive (RC), 1 when
- * it was consumed.
+ * Runs the head WR of sender @s (a to b, d to c); returns 0 when it must
+ * wait for a receive (RC), 1 when it was consumed.
  */
-static int run_one(struct lane *l, const struct mwr *w)
+static int run_one(struct lane *l, int s, const struct mwr *w)
 {
 	int rc = l->type == IBV_QPT_RC, writes_local;
-	int need = 0;
+	int need = 0, to = s ? QP_C : QP_B;
 	struct mwr *recv;
 	int64_t len, room;
 
-	if (l->a_err) {
-		expect_a(l, w, IBV_WC_WR_FLUSH_ERR, 0);
+	if (l->s[s].err) {
+		expect_send(l, s, w, IBV_WC_WR_FLUSH_ERR, 0);
 		return 1;
 	}
 	writes_local = w->op == IBV_WR_RDMA_READ || is_atomic(w->op);
 	len = sges_len(&l->am, w->sge, w->num_sge, l->amr->lkey,
-		       l->amr_ro->lkey, writes_local);
+		       l->amr_ro->lkey, writes_local, w->inl);
 	if (len < 0) {
-		fail_send(l, w, IBV_WC_LOC_PROT_ERR);
+		fail_send(l, s, w, IBV_WC_LOC_PROT_ERR);
 		return 1;
 	}
 	if (l->type == IBV_QPT_UD) {
 		run_ud(l, w, len);
 		return 1;
 	}
-	if (l->b_err) {
+	if (*lane_err(l, to)) {
 		if (!rc)
 			goto sent;	/* UC: nobody takes it */
-		fail_send(l, w, IBV_WC_RETRY_EXC_ERR);
+		fail_send(l, s, w, IBV_WC_RETRY_EXC_ERR);
 		return 1;
 	}
 	if (is_atomic(w->op) && len != 8) {
-		fail_send(l, w, IBV_WC_LOC_LEN_ERR);
+		fail_send(l, s, w, IBV_WC_LOC_LEN_ERR);
 		return 1;
 	}
 	if (w->op == IBV_WR_RDMA_WRITE || w->op == IBV_WR_RDMA_WRITE_WITH_IMM)
@@ -370,13 +402,13 @@ static int run_one(struct lane *l, const struct mwr *w)
 	else if (is_atomic(w->op))
 		need = IBV_ACCESS_REMOTE_ATOMIC;
 	if (is_atomic(w->op) && w->raddr % 8) {
-		fail_send(l, w, IBV_WC_REM_INV_REQ_ERR);
+		fail_send(l, s, w, IBV_WC_REM_INV_REQ_ERR);
 		return 1;
 	}
 	if (need && len && !remote_ok(l, w->raddr, w->rkey, len, need)) {
 		if (!rc)
 			goto sent;	/* UC: the responder drops it */
-		fail_send(l, w, IBV_WC_REM_ACCESS_ERR);
+		fail_send(l, s, w, IBV_WC_REM_ACCESS_ERR);
 		return 1;
 	}
 	if (!consumes_recv(w->op)) {
@@ -390,13 +422,14 @@ static int run_one(struct lane *l, const struct mwr *w)
 	}
 	recv = &l->rq[l->rq_head];
 	if (w->op != IBV_WR_RDMA_WRITE_WITH_IMM) {
-		room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey, 0, 1);
+		room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey,
+				0, 1, 0);
 		if (room < 0 || room < len) {
 			if (!rc)
 				goto sent;	/* UC: dropped, receive stays */
-			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, 0);
-			model_qp_error(l, 1);
-			fail_send(l, w, room < 0 ? IBV_WC_REM_OP_ERR :
+			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, to);
+			model_qp_error(l, to);
+			fail_send(l, s, w, room < 0 ? IBV_WC_REM_OP_ERR :
 				  IBV_WC_REM_INV_REQ_ERR);
 			return 1;
 		}
@@ -408,57 +441,61 @@ static int run_one(struct lane *l, const struct mwr *w)
 			.opcode = w->op == IBV_WR_RDMA_WRITE_WITH_IMM ?
 				  IBV_WC_RECV_RDMA_WITH_IMM : IBV_WC_RECV,
 			.byte_len = len, .imm = w->op != IBV_WR_SEND,
-			.imm_val = w->imm,
+			.imm_val = w->imm, .qp = to,
 		};
 
 		take_recv(l);
-		expect(l, 1, &e);
+		expect(l, &e);
 	}
 sent:
 	if (w->signaled)
-		expect_a(l, w, IBV_WC_SUCCESS, send_opcode(w->op));
+		expect_send(l, s, w, IBV_WC_SUCCESS, send_opcode(w->op));
 	return 1;
 }
 
-/* Runs a's queue until it is empty or waits for a receive. */
+/* Runs the senders' queues until each is empty or waits for a receive. */
 void model_run(struct lane *l)
 {
-	while (l->sq_len && run_one(l, &l->sq[l->sq_head])) {
-		l->sq_head = (l->sq_head + 1) % DEPTH;
-		l->sq_len--;
+	for (int i = 0; i < 2; i++) {
+		struct sender *s = &l->s[i];
+
+		while (s->len && run_one(l, i, &s->sq[s->head])) {
+			s->head = (s->head + 1) % DEPTH;
+			s->len--;
+		}
 	}
 }
 
-void model_post_send(struct lane *l, const struct mwr *w)
+void model_post_send(struct lane *l, int s, const struct mwr *w)
 {
-	l->sq[(l->sq_head + l->sq_len++) % DEPTH] = *w;
+	struct sender *q = &l->s[s];
+
+	q->sq[(q->head + q->len++) % DEPTH] = *w;
 }
 
 void model_post_recv(struct lane *l, const struct mwr *w)
 {
 	l->rq[(l->rq_head + l->rq_len++) % DEPTH] = *w;
 	if (l->b_err && !l->srq)
-		fail_recv(l, IBV_WC_WR_FLUSH_ERR, 0);
+		fail_recv(l, IBV_WC_WR_FLUSH_ERR, QP_B);
 }
 
-/* Checks a polled completion of a (b = 0) or b against the model. */
-int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
+/* Checks a polled completion of QP @qp against the model. */
+int model_check_wc(struct lane *l, int qp, const struct ibv_wc *wc)
 {
-	struct fifo *f = b ? &l->eb : &l->ea;
-	struct ibv_qp *qp;
+	struct fifo *f = fifo_of(l, qp);
 	struct expect *e;
-	int ok;
+	int b = b_side(qp), ok;
 
 	if (!f->len) {
 		violation("lane %d %c: unexpected completion wr_id %llu status %s",
-			  l->id, b ? 'b' : 'a', (unsigned long long)wc->wr_id,
+			  l->id, 'a' + qp, (unsigned long long)wc->wr_id,
 			  ibv_wc_status_str(wc->status));
 		return -1;
 	}
 	e = &f->e[f->head];
-	qp = !b ? l->a : e->c ? l->c : l->b;
 	ok = wc->wr_id == e->wr_id && wc->status == e->status &&
-	     wc->qp_num == qp->qp_num;
+	     wc->qp_num == lane_qp(l, e->qp)->qp_num;
 	if (ok && e->status == IBV_WC_SUCCESS) {
 		ok = wc->opcode == e->opcode;
 		if (b)
@@ -468,20 +505,21 @@ int model_check_wc(struct lane *l, int b, const struct ibv_wc *wc)
 		/* A datagram names its sender. */
 		if (b && l->type == IBV_QPT_UD)
 			ok = ok && !!(wc->wc_flags & IBV_WC_GRH) == e->grh &&
-			     wc->src_qp == l->a->qp_num && wc->slid == l->lid;
+			     wc->src_qp == e->src_qp && wc->slid == l->lid;
 	}
 	if (!ok) {
-		violation("lane %d %c: got wr_id %llu %s opcode %d len %u qp %u flags %#x src %u/%u, model expects wr_id %llu %s opcode %d len %u qp %u grh %d",
-			  l->id, b ? 'b' : 'a', (unsigned long long)wc->wr_id,
+		violation("lane %d %c: got wr_id %llu %s opcode %d len %u qp %u flags %#x src %u/%u, model expects wr_id %llu %s opcode %d len %u qp %u grh %d src %u",
+			  l->id, 'a' + qp, (unsigned long long)wc->wr_id,
 			  ibv_wc_status_str(wc->status), wc->opcode, wc->byte_len,
 			  wc->qp_num, wc->wc_flags, wc->src_qp, wc->slid,
 			  (unsigned long long)e->wr_id,
 			  ibv_wc_status_str(e->status), e->opcode, e->byte_len,
-			  qp->qp_num, e->grh);
+			  lane_qp(l, e->qp)->qp_num, e->grh, e->src_qp);
 		return -1;
 	}
 	f->head = (f->head + 1) % (MAX_EXPECT + DEPTH);
 	f->len--;
+	__atomic_sub_fetch(&cq_of(l, qp)->fill, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -503,5 +541,6 @@ int model_stale_recvs(struct lane *l)
 /* Completions still to come, and sends still waiting for receives. */
 int model_pending(struct lane *l)
 {
-	return l->ea.len + l->eb.len + l->sq_len;
+	return l->s[0].e.len + l->s[1].e.len + l->eb.len + l->s[0].len +
+	       l->s[1].len;
 }
