@@ -70,9 +70,11 @@ impl Retries {
             self.expired = false;
         }
         let us = match refusal {
-            // rnr_retry 7 never runs out: such a sender waits for the
-            // receive's post to run it again, and never gets here.
-            Refusal::Rnr(_) if self.rnr_naks >= budget.rnr_retry => {
+            // rnr_retry 7 never runs out: the request is tried again
+            // after every RNR timer, as a requester re-reads its buffers
+            // (a key deregistered meanwhile fails it), and at once when a
+            // receive is posted.
+            Refusal::Rnr(_) if budget.rnr_retry != 7 && self.rnr_naks >= budget.rnr_retry => {
                 return Plan::Fail(WcStatus::RnrRetryExceeded);
             }
             Refusal::Rnr(timer) => RNR_TIMER_US[usize::from(timer & 31)].into(),

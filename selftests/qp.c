@@ -534,6 +534,34 @@ TEST_F(qp, receiver_not_ready)
 }
 
 /*
+ * rnr_retry 7 retries for ever, after each RNR timer, rereading the
+ * sender's buffers as a requester does: a key deregistered while the
+ * send waits for a receive fails it (no post comes to run it again).
+ */
+TEST_F(qp, rnr_wait_forever_still_sees_a_dead_key)
+{
+	struct loopback *lb = &self->lb;
+	char *src = calloc(1, 64);
+	struct ibv_mr *mr = ibv_reg_mr(lb->pd, src, 64, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)src, 64, mr ? mr->lkey : 0 };
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, mr);
+	ASSERT_EQ(0, ibv_post_send(lb->a, &wr, &bad));
+	EXPECT_EQ(0, poll_one(lb->scq, &wc));		/* waiting */
+	ASSERT_EQ(0, ibv_dereg_mr(mr));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 10));
+	EXPECT_EQ(7, wc.wr_id);
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+	free(src);
+}
+
+/*
  * PSNs end to end: a request whose PSN b took already is a duplicate,
  * acknowledged and not executed again (b's receive stays posted); the
  * next one is executed.

@@ -39,7 +39,7 @@ pub(crate) fn answer(
     let status = match response {
         // RC expects an answer: it tries again until its retries run out.
         // UC and UD expect none and never know.
-        None if rules::acknowledged(qp.qp_type) => return refused(head, Refusal::Silence, after),
+        None if rules::acknowledged(qp.qp_type) => return refused(Refusal::Silence, after),
         None | Some(Response::Ack) => WcStatus::Success,
         Some(Response::Read(src)) => local(copy_sges(net.mrs(), head.sges(), 0, &[src], pace)),
         Some(Response::Atomic(old)) => {
@@ -47,11 +47,11 @@ pub(crate) fn answer(
         }
         Some(Response::Fault) => WcStatus::LocalProtection,
         Some(Response::Nak(nak)) => match nak {
-            Nak::Rnr(timer) => return refused(head, Refusal::Rnr(timer), after),
+            Nak::Rnr(timer) => return refused(Refusal::Rnr(timer), after),
             // Go back to the PSN the responder expects: with one request
             // outstanding that is the head's, so it is tried again like an
             // unanswered one.
-            Nak::Sequence => return refused(head, Refusal::Silence, after),
+            Nak::Sequence => return refused(Refusal::Silence, after),
             Nak::InvalidRequest => WcStatus::RemoteInvalidRequest,
             Nak::RemoteAccess => WcStatus::RemoteAccess,
             Nak::RemoteOperation => WcStatus::RemoteOperation,
@@ -70,13 +70,9 @@ fn local(moved: kernel::error::Result) -> WcStatus {
     }
 }
 
-/// The responder did not take the head request: it is to be retried. An
-/// RNR wait with `rnr_retry` 7 never runs out: the receive's post runs the
-/// requester again.
-fn refused(head: &Head, refusal: Refusal, after: &mut After) -> bool {
-    if !matches!(refusal, Refusal::Rnr(_)) || head.budget().rnr_retry != 7 {
-        after.refusal = Some(refusal);
-    }
+/// The responder did not take the head request: it is to be retried.
+fn refused(refusal: Refusal, after: &mut After) -> bool {
+    after.refusal = Some(refusal);
     false
 }
 

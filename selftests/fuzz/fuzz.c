@@ -903,6 +903,12 @@ static int op_rereg(struct lane *l, struct rng *r)
 	if (ibv_dereg_mr(*mr))
 		violation("lane %d: dereg_mr failed", l->id);
 	*mr = ibv_reg_mr(l->pd, m->base, m->len, access);
+	/*
+	 * A send waiting for a receive is tried again after each RNR timer
+	 * and rereads its buffers: with a dead key it fails, as the model
+	 * says now (settle waits for the driver's next try).
+	 */
+	model_run(l);
 	pthread_mutex_unlock(&l->lock);
 	if (!*mr)
 		violation("lane %d: reg_mr failed: %m", l->id);

@@ -385,14 +385,15 @@ static int run_one(struct lane *l, int s, const struct mwr *w)
 		run_ud(l, w, len);
 		return 1;
 	}
+	/* The requester's own check: whether anyone answers does not matter. */
+	if (is_atomic(w->op) && len != 8) {
+		fail_send(l, s, w, IBV_WC_LOC_LEN_ERR);
+		return 1;
+	}
 	if (*lane_err(l, to)) {
 		if (!rc)
 			goto sent;	/* UC: nobody takes it */
 		fail_send(l, s, w, IBV_WC_RETRY_EXC_ERR);
-		return 1;
-	}
-	if (is_atomic(w->op) && len != 8) {
-		fail_send(l, s, w, IBV_WC_LOC_LEN_ERR);
 		return 1;
 	}
 	if (w->op == IBV_WR_RDMA_WRITE || w->op == IBV_WR_RDMA_WRITE_WITH_IMM)
