@@ -67,22 +67,33 @@ pub(crate) struct MrEntry {
 
 /// A transfer's hold of a registration it is inside: while it lives,
 /// deregistration waits.
-pub(crate) struct MrUse(MrEntry);
+///
+/// Its fields drop in order: the memory first, then the gate is left. So
+/// the last reference to a user MR's pinned pages, whose release may
+/// sleep, is always deregistration's, never a transfer's, which may hold a
+/// QP's lock.
+pub(crate) struct MrUse {
+    entry: MrEntry,
+    _inside: Inside,
+}
+
+/// Leaves a registration's gate when dropped.
+struct Inside(Arc<Gate>);
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
 
 impl MrUse {
     pub(crate) fn entry(&self) -> &MrEntry {
-        &self.0
+        &self.entry
     }
 
     /// Whether the registration is going: the transfer is to stop.
     pub(crate) fn is_closing(&self) -> bool {
-        self.0.users.is_closed()
-    }
-}
-
-impl Drop for MrUse {
-    fn drop(&mut self) {
-        self.0.users.leave();
+        self.entry.users.is_closed()
     }
 }
 
@@ -233,7 +244,16 @@ impl Mrs {
     /// registered, valid and not being deregistered.
     pub(crate) fn enter(&self, key: MrKey) -> Option<MrUse> {
         let entry = self.get(key)?;
-        entry.users.enter().then_some(MrUse(entry))
+        // Not `then_some`: an `MrUse` made and dropped here would leave a
+        // gate it never entered.
+        if !entry.users.enter() {
+            return None;
+        }
+        let inside = Inside(entry.users.clone());
+        Some(MrUse {
+            entry,
+            _inside: inside,
+        })
     }
 
     /// Puts `entry` in place of the MR `key` names and returns the old
