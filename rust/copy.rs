@@ -6,7 +6,6 @@
 
 use crate::{
     ib::{self, Access, Memory, PdId, Remote, Sge},
-    limits,
     mr::{MrKey, MrUse, Mrs},
 };
 use kernel::prelude::*;
@@ -42,29 +41,6 @@ impl SgeCopy {
             length: len,
             lkey: MrKey::of(r.rkey),
         }
-    }
-}
-
-/// A WR's SGEs, copied out of its work queue so that the queue's lock need
-/// not be held while they are used.
-#[derive(Clone, Copy)]
-pub(crate) struct SgeList {
-    sges: [SgeCopy; limits::MAX_SGE as usize],
-    len: usize,
-}
-
-impl SgeList {
-    pub(crate) fn new(from: &[SgeCopy]) -> Self {
-        let mut list = Self {
-            sges: [SgeCopy::default(); limits::MAX_SGE as usize],
-            len: from.len().min(limits::MAX_SGE as usize),
-        };
-        list.sges[..list.len].copy_from_slice(&from[..list.len]);
-        list
-    }
-
-    pub(crate) fn as_slice(&self) -> &[SgeCopy] {
-        &self.sges[..self.len]
     }
 }
 

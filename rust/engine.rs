@@ -13,6 +13,7 @@ use crate::{
     net::{Link, Net},
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
     retry::Plan,
+    scratch::Scratch,
     srq::SrqShared,
     transport, wire,
 };
@@ -51,14 +52,14 @@ impl Runner for Net {
 pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
     qp.pending.store(true, Ordering::SeqCst);
     loop {
-        if qp.running.swap(true, Ordering::SeqCst) {
+        let Some(mut scratch) = qp.run.try_claim() else {
             return;
-        }
+        };
         let mut defer = false;
         while !defer && qp.pending.swap(false, Ordering::SeqCst) {
             loop {
                 let mut after = After::default();
-                let next = step(net, qp, ctx, &mut after);
+                let next = step(net, qp, ctx, &mut scratch, &mut after);
                 if let Some(other) = after.finish() {
                     other.run(ctx);
                 }
@@ -72,7 +73,7 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
                 }
             }
         }
-        qp.running.store(false, Ordering::SeqCst);
+        drop(scratch);
         if defer {
             qp.defer();
             return;
@@ -141,11 +142,12 @@ fn resume_senders_on(net: &Net, srq: &Arc<SrqShared>, ctx: Ctx) {
 }
 
 /// Moves `qp` one step: one send WQE executed or one WQE flushed.
-fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
+fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut After) -> Next {
     let more = |did: bool| if did { Next::More } else { Next::Idle };
     if qp.is_closing() {
         return Next::Idle;
     }
+    let Scratch { send, inline, recv } = scratch;
     let head = {
         let inner = qp.inner.lock();
         match inner.state {
@@ -153,7 +155,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
                 drop(inner);
                 return more(flush(net, qp, after));
             }
-            QpState::Rts => match transport::Head::of(&inner) {
+            QpState::Rts => match transport::Head::of(&inner, send, inline) {
                 Some(head) => head,
                 None => return Next::Idle,
             },
@@ -168,7 +170,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
         may_sleep: ctx.may_sleep,
         stop: &stop,
     };
-    let did = transport::send(net, &wire::Local, qp, &head, &pace, after);
+    let did = transport::send(net, &wire::Local, qp, &head, recv, &pace, after);
     let Some(refusal) = after.refusal.take() else {
         return more(did);
     };
@@ -178,7 +180,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, after: &mut After) -> Next {
         if !head.is_queued(&inner) {
             return Next::More;
         }
-        inner.retries.plan(&head.budget(), refusal)
+        inner.retries.plan(head.budget(), refusal)
     };
     match plan {
         Plan::Fail(status) => more(transport::retries_exceeded(net, qp, &head, status, after)),

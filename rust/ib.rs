@@ -11,6 +11,7 @@
 mod ah;
 mod attr;
 mod bindings;
+mod claim;
 mod compat;
 mod counters;
 mod cq;
@@ -34,6 +35,7 @@ mod verbs;
 
 pub(crate) use ah::{Address, Grh};
 pub(crate) use attr::{DeviceAttr, Gid, GidType, LinkLayer, Mtu, PhysState, PortAttr, PortState};
+pub(crate) use claim::Claim;
 pub(crate) use compat::swap_remove;
 pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, WcSink, WcStatus};

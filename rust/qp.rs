@@ -15,12 +15,13 @@ use crate::{
     cq::RsoftCq,
     gate::Gate,
     ib::{
-        CqRef, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier, QpNum,
-        QpQuery, QpState, QpType, Timer,
+        Claim, CqRef, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
+        QpNum, QpQuery, QpState, QpType, Timer,
     },
     new_irq_spinlock,
     psn::Psn,
     retry::Retries,
+    scratch::Scratch,
     srq::SrqShared,
     wq::WorkQueue,
 };
@@ -109,8 +110,9 @@ pub(crate) struct QpShared {
     pub(crate) inner: IrqSpinLock<QpInner>,
     #[pin]
     gate: Gate,
-    /// Someone runs the QP's queues (see [`crate::engine::kick`]).
-    pub(crate) running: AtomicBool,
+    /// Claimed by whoever runs the QP's queues, with the buffers a run
+    /// copies into (see [`crate::engine::kick`]).
+    pub(crate) run: Claim<Scratch>,
     /// There may be new work for whoever runs the QP.
     pub(crate) pending: AtomicBool,
     /// Runs the QP where the poster should not (see [`QpUse::defer`]; the
@@ -205,6 +207,7 @@ impl QpShared {
             last_atomic: None,
         };
         let srq = attr.srq.map(|srq| srq.shared.clone());
+        let scratch = Scratch::new(cap.max_send_sge, cap.max_inline_data)?;
         Arc::pin_init(
             try_pin_init!(Self {
                 runner,
@@ -221,7 +224,7 @@ impl QpShared {
                 notifier: attr.notifier,
                 inner <- new_irq_spinlock!(inner, "rsoft_qp"),
                 gate <- Gate::new(),
-                running: AtomicBool::new(false),
+                run: Claim::new(scratch),
                 pending: AtomicBool::new(false),
                 work <- new_work!("rsoft_qp_work"),
                 retry_timer <- Timer::new(),

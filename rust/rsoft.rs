@@ -29,6 +29,7 @@ mod psn;
 mod qp;
 mod quota;
 mod retry;
+mod scratch;
 // Also the host crate tools/ring-test, where its items must be public.
 #[allow(unreachable_pub)]
 mod ring;

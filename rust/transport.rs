@@ -19,18 +19,26 @@ pub(crate) use req::{retries_exceeded, send, Head};
 pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};
 
-use crate::{complete::After, copy::Pace, ib::Address, net::Net};
+use crate::{
+    complete::After,
+    copy::{Pace, SgeCopy},
+    ib::Address,
+    net::Net,
+    scratch::Buf,
+};
 
 /// What carries requests of a port's QPs (see [`crate::wire`]).
 pub(crate) trait Wire: Sync {
     /// Carries `req` from `from` to the port `to` names and returns the
     /// responder's answer, or `None` when none comes: the request was lost
-    /// or dropped. What the responder completes goes into `after`.
+    /// or dropped. A receive the responder takes is copied into `room`;
+    /// what it completes goes into `after`.
     fn carry(
         &self,
         from: &Net,
         to: &Address,
         req: &Request<'_>,
+        room: &mut Buf<SgeCopy>,
         pace: &Pace<'_>,
         after: &mut After,
     ) -> Option<Response>;

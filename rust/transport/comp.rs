@@ -25,7 +25,7 @@ use crate::{
 pub(crate) fn answer(
     net: &Net,
     qp: &QpUse,
-    head: &Head,
+    head: &Head<'_>,
     len: u32,
     response: Option<Response>,
     pace: &Pace<'_>,
@@ -82,7 +82,7 @@ fn refused(refusal: Refusal, after: &mut After) -> bool {
 pub(crate) fn finish(
     net: &Net,
     qp: &QpUse,
-    head: &Head,
+    head: &Head<'_>,
     status: WcStatus,
     len: u32,
     after: &mut After,

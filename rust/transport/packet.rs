@@ -115,7 +115,7 @@ pub(crate) struct Request<'a> {
     /// The message length (RETH's DMA length for a READ or an atomic).
     pub(crate) len: u32,
     /// The payload of a SEND or WRITE, in the requester's memory.
-    pub(crate) data: &'a Payload,
+    pub(crate) data: Payload<'a>,
 }
 
 /// NAK codes (IBA 9.7.5.2.6 and the RNR NAK).

@@ -15,13 +15,14 @@ use crate::{
     complete::After,
     copy::{BadSge, Pace, SgeCopy},
     fastreg,
-    ib::{Access, QpQuery, QpType, SendOp, WcStatus},
+    ib::{Access, Address, QpType, SendOp, WcStatus},
     limits,
     net::Net,
     payload::Payload,
     psn::Psn,
     qp::{QpInner, QpUse, Qpn},
     retry::Budget,
+    scratch::Buf,
     wq::Wqe,
 };
 
@@ -29,26 +30,49 @@ use crate::{
 const QKEY_FROM_QP: u32 = 1 << 31;
 
 /// The head send WQE of a QP and what executing it needs of the QP,
-/// copied out under the QP's lock.
-pub(crate) struct Head {
+/// copied out under the QP's lock; its SGEs or inline data into the
+/// runner's [`Scratch`](crate::scratch::Scratch).
+pub(crate) struct Head<'s> {
     wqe: Wqe,
-    data: Payload,
+    data: Payload<'s>,
     /// The send queue's epoch when copied (see [`QpInner::sq_epoch`]).
     epoch: u32,
     /// The PSN its request carries.
     psn: Psn,
-    attr: QpQuery,
+    budget: Budget,
+    /// The QP's own Q_Key, for a datagram that asks for it.
+    qkey: u32,
+    /// A connected QP's destination.
+    path: (Address, Qpn),
 }
 
-impl Head {
-    pub(crate) fn of(inner: &QpInner) -> Option<Self> {
+impl<'s> Head<'s> {
+    /// The head send WQE of the QP whose lock `inner` is, if any, its
+    /// SGEs copied into `send` or its inline data into `inline` (the
+    /// runner's [`Scratch`](crate::scratch::Scratch)).
+    pub(crate) fn of(
+        inner: &QpInner,
+        send: &'s mut Buf<SgeCopy>,
+        inline: &'s mut Buf<u8>,
+    ) -> Option<Self> {
         let (wqe, sges) = inner.sq.front()?;
+        let data = match inner.sq.front_inline() {
+            Some(bytes) => Payload::Inline(inline.fill(bytes)?),
+            None => Payload::Sges(send.fill(sges)?),
+        };
+        let a = &inner.attr;
         Some(Self {
             wqe: *wqe,
-            data: Payload::new(sges, inner.sq.front_inline()),
+            data,
             epoch: inner.sq_epoch,
             psn: inner.req_psn,
-            attr: inner.attr,
+            budget: Budget {
+                rnr_retry: a.rnr_retry,
+                retry_cnt: a.retry_cnt,
+                timeout: a.timeout,
+            },
+            qkey: a.qkey,
+            path: (a.av, Qpn::of(a.dest_qpn)),
         })
     }
 
@@ -58,7 +82,7 @@ impl Head {
     }
 
     /// Its local buffers: where a READ or an atomic puts its result.
-    pub(crate) fn sges(&self) -> &[SgeCopy] {
+    pub(crate) fn sges(&self) -> &'s [SgeCopy] {
         self.data.sges()
     }
 
@@ -68,12 +92,8 @@ impl Head {
     }
 
     /// How often it may be retried, and after how long.
-    pub(crate) fn budget(&self) -> Budget {
-        Budget {
-            rnr_retry: self.attr.rnr_retry,
-            retry_cnt: self.attr.retry_cnt,
-            timeout: self.attr.timeout,
-        }
+    pub(crate) fn budget(&self) -> &Budget {
+        &self.budget
     }
 
     /// Whether it is still on the queue whose lock `inner` is: a RESET
@@ -83,13 +103,15 @@ impl Head {
     }
 }
 
-/// Executes or fails the head send WQE of `qp` (copied as `head`).
-/// Returns whether there may be more to do.
+/// Executes or fails the head send WQE of `qp` (copied as `head`); its
+/// responder copies the receive it takes into `room`. Returns whether
+/// there may be more to do.
 pub(crate) fn send(
     net: &Net,
     wire: &dyn Wire,
     qp: &QpUse,
-    head: &Head,
+    head: &Head<'_>,
+    room: &mut Buf<SgeCopy>,
     pace: &Pace<'_>,
     after: &mut After,
 ) -> bool {
@@ -127,14 +149,14 @@ pub(crate) fn send(
     let (to, dest, datagram) = match head.wqe.datagram {
         Some(d) => {
             let qkey = if d.remote_qkey & QKEY_FROM_QP != 0 {
-                head.attr.qkey
+                head.qkey
             } else {
                 d.remote_qkey
             };
             (d.address, Qpn::of(d.remote_qpn), Some((d, qkey)))
         }
         None if qp.qp_type.is_datagram() => return fail(WcStatus::LocalProtection, after),
-        None => (head.attr.av, Qpn::of(head.attr.dest_qpn), None),
+        None => (head.path.0, head.path.1, None),
     };
     let req = Request {
         psn: head.psn,
@@ -152,9 +174,9 @@ pub(crate) fn send(
         solicited: head.wqe.solicited,
         datagram,
         len,
-        data: &head.data,
+        data: head.data,
     };
-    let response = wire.carry(net, &to, &req, pace, after);
+    let response = wire.carry(net, &to, &req, room, pace, after);
     comp::answer(net, qp, head, len, response, pace, after)
 }
 
@@ -163,7 +185,7 @@ pub(crate) fn send(
 pub(crate) fn retries_exceeded(
     net: &Net,
     qp: &QpUse,
-    head: &Head,
+    head: &Head<'_>,
     status: WcStatus,
     after: &mut After,
 ) -> bool {

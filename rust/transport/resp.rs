@@ -2,10 +2,11 @@
 
 //! The responder: takes a request when it arrives at its QP, checks it
 //! (connection, state, PSN, opcode, Q_Key, keys and access, lengths,
-//! receive), executes it and answers. A datagram, at most one MTU, is
-//! delivered under the responder's lock, which keeps the receive
-//! completions of concurrent senders in order; other data moves with no
-//! lock held.
+//! receive), executes it and answers. A datagram, at most one MTU, and a
+//! SEND or WRITE of at most a page are executed under the responder's
+//! lock, in the critical section that judged them (which also keeps the
+//! receive completions of concurrent senders in order); larger data moves
+//! with no lock held.
 
 use super::{
     packet::{Nak, Opcode, Request, Response},
@@ -13,52 +14,69 @@ use super::{
 };
 use crate::{
     complete::{self, After},
-    copy::{check_sges, write_sges, BadSge, Pace, SgeCopy, SgeList},
+    copy::{check_sges, write_sges, BadSge, Pace, SgeCopy},
     grh::{self, GRH_LEN},
     ib::{Access, PdId, QpState, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     mr::MrKey,
     net::{Link, Net},
     psn::Sequence,
     qp::{QpInner, QpShared, QpUse},
+    scratch::Buf,
     wq::Wqe,
 };
 use kernel::prelude::*;
 
-/// A receive WQE a request took.
-struct Recv {
+/// A receive WQE a request took, its SGEs in the caller's room.
+struct Recv<'r> {
     wqe: Wqe,
-    sges: SgeList,
+    sges: &'r [SgeCopy],
     /// Taken from the QP's own receive queue (counted in `rq_busy` until
     /// completed, when it is completed with no lock held).
     own: bool,
 }
 
 /// What the responder makes of a request, decided under its lock.
-enum Verdict {
+enum Verdict<'r> {
     /// Execute it, with the receive it takes, if any.
-    Execute(Option<Recv>),
+    Execute(Option<Recv<'r>>),
     /// Executed before: answered again, never executed again.
     Answer(Response),
     /// Refused; a receive it took completes in error with the status.
-    Nak(Nak, Option<(Recv, WcStatus)>),
+    Nak(Nak, Option<(Recv<'r>, WcStatus)>),
     /// Dropped without a word.
     Drop,
 }
 
 /// Takes `req`, which arrived at `port` for `dest`, and answers it; `None`
-/// when it is dropped without an answer.
+/// when it is dropped without an answer. The receive it takes is copied
+/// into `room`.
 pub(crate) fn receive(
     port: &Net,
     dest: &QpUse,
     req: &Request<'_>,
+    room: &mut Buf<SgeCopy>,
     pace: &Pace<'_>,
     after: &mut After,
 ) -> Option<Response> {
     if dest.qp_type.is_datagram() {
-        datagram(port, dest, req, after);
+        datagram(port, dest, req, room, after);
         return None;
     }
-    match judge(port, dest, req) {
+    let mut d = dest.inner.lock();
+    let verdict = judge(port, dest, &mut d, req, room);
+    if let Verdict::Execute(recv) = &verdict {
+        if is_small(req) {
+            return Some(execute_locked(port, dest, &mut d, req, recv, after));
+        }
+    }
+    // Completed with no lock held: a flush of `dest` waits for it.
+    if let Verdict::Execute(Some(r)) | Verdict::Nak(_, Some((r, _))) = &verdict {
+        if r.own {
+            d.rq_busy += 1;
+        }
+    }
+    drop(d);
+    match verdict {
         Verdict::Drop => None,
         Verdict::Answer(response) => Some(response),
         Verdict::Nak(nak, recv) => {
@@ -77,31 +95,52 @@ fn receive_pd(qp: &QpShared) -> PdId {
 }
 
 /// Shows the oldest receive of `dest` (whose lock `d` is) to `decide`,
-/// and takes it if `decide` says so. An empty SRQ remembers that a sender
-/// waits for it.
-fn receive_at<R>(
+/// and takes it, its SGEs copied into `room`, if `decide` says so. An
+/// empty SRQ remembers that a sender waits for it.
+fn receive_at<'r, R>(
     dest: &QpShared,
     d: &mut QpInner,
+    room: &'r mut Buf<SgeCopy>,
     decide: impl FnOnce(Option<&[SgeCopy]>) -> (bool, R),
-) -> (Option<Recv>, R) {
-    let (taken, own, r) = match &dest.srq {
+) -> (Option<Recv<'r>>, R) {
+    match &dest.srq {
         Some(srq) => {
             let mut s = srq.inner.lock();
             let (take, r) = decide(s.rq.front().map(|(_, sges)| sges));
             if s.rq.is_empty() {
                 s.waited_on = true;
             }
-            let sges = s.rq.front().map(|(_, sges)| SgeList::new(sges));
-            (take.then(|| sges.zip(srq.pop(&mut s))).flatten(), false, r)
+            let sges = match s.rq.front() {
+                Some((_, sges)) if take => room.fill(sges),
+                _ => None,
+            };
+            let recv = sges.and_then(|sges| {
+                let wqe = srq.pop(&mut s)?;
+                Some(Recv {
+                    wqe,
+                    sges,
+                    own: false,
+                })
+            });
+            (recv, r)
         }
         None => {
             let (take, r) = decide(d.rq.front().map(|(_, sges)| sges));
-            let sges = d.rq.front().map(|(_, sges)| SgeList::new(sges));
-            (take.then(|| sges.zip(d.rq.pop())).flatten(), true, r)
+            let sges = match d.rq.front() {
+                Some((_, sges)) if take => room.fill(sges),
+                _ => None,
+            };
+            let recv = sges.and_then(|sges| {
+                let wqe = d.rq.pop()?;
+                Some(Recv {
+                    wqe,
+                    sges,
+                    own: true,
+                })
+            });
+            (recv, r)
         }
-    };
-    let recv = taken.map(|(sges, wqe)| Recv { wqe, sges, own });
-    (recv, r)
+    }
 }
 
 /// Whether `remote` names `len` bytes of an MR of `dest` that both the MR
@@ -125,15 +164,20 @@ fn remote_ok(
 /// Decides, under the responder's lock, what `req` comes to at `dest`. On
 /// UC, which answers nothing, whatever the responder would refuse is
 /// dropped and takes no receive.
-fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
+fn judge<'r>(
+    port: &Net,
+    dest: &QpShared,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    room: &'r mut Buf<SgeCopy>,
+) -> Verdict<'r> {
     let uc = !rules::acknowledged(dest.qp_type);
-    let mut d = dest.inner.lock();
     // A responder answers only its connected peer, on its own transport,
     // and only when ready; other packets it drops without a word.
     if d.attr.dest_qpn != req.src.qpn.num()
         || !carries(dest, req)
         || !matches!(d.state, QpState::Rtr | QpState::Rts)
-        || !is_from_peer(&d, req)
+        || !is_from_peer(d, req)
     {
         return Verdict::Drop;
     }
@@ -147,7 +191,7 @@ fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
     match seq {
         Sequence::Ahead => return Verdict::Nak(Nak::Sequence, None),
         Sequence::Duplicate if !matches!(req.op, SendOp::RdmaRead(_)) => {
-            return duplicate(&d, req);
+            return duplicate(d, req);
         }
         _ => {}
     }
@@ -192,7 +236,7 @@ fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
     }
     let rpd = receive_pd(dest);
     let rnr_timer = d.attr.min_rnr_timer;
-    let (recv, refusal) = receive_at(dest, &mut d, |front| {
+    let (recv, refusal) = receive_at(dest, d, room, |front| {
         let Some(rsges) = front else {
             return (false, Some((Nak::Rnr(rnr_timer), WcStatus::Success)));
         };
@@ -218,10 +262,6 @@ fn judge(port: &Net, dest: &QpShared, req: &Request<'_>) -> Verdict {
         }
         (refusal, _) => refusal,
     };
-    // Completed with no lock held: a flush of `dest` waits for it.
-    if recv.as_ref().is_some_and(|r| r.own) {
-        d.rq_busy += 1;
-    }
     match (refusal, recv) {
         (None, recv) => {
             d.resp_psn = req.psn.next();
@@ -260,7 +300,7 @@ fn carries(dest: &QpShared, req: &Request<'_>) -> bool {
 /// The answer to a SEND, WRITE or atomic executed before (IBA 9.7.5.1.2):
 /// a SEND or a WRITE is acknowledged again, an atomic answered with the
 /// result it had if it was the last one; nothing is executed twice.
-fn duplicate(d: &QpInner, req: &Request<'_>) -> Verdict {
+fn duplicate(d: &QpInner, req: &Request<'_>) -> Verdict<'static> {
     match req.op {
         SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => match d.last_atomic {
             Some((psn, old)) if psn == req.psn => Verdict::Answer(Response::Atomic(old)),
@@ -270,22 +310,74 @@ fn duplicate(d: &QpInner, req: &Request<'_>) -> Verdict {
     }
 }
 
+/// The most bytes a SEND or WRITE moves under its responder's lock: a
+/// request this small is judged, executed and its receive completed in one
+/// critical section, as a datagram is; a larger one moves with no lock
+/// held, in chunks, and may sleep between them.
+const SMALL_MAX: u32 = 4096;
+
+/// Whether `req` is executed under its responder's lock: a small SEND or
+/// WRITE (a READ's data moves at the requester, an atomic takes the
+/// responder's lock itself).
+fn is_small(req: &Request<'_>) -> bool {
+    matches!(req.op, SendOp::Send | SendOp::RdmaWrite(_)) && req.len <= SMALL_MAX
+}
+
+/// Executes the small `req` (accepted by [`judge`]) at `dest` under its
+/// lock `d`, completes the receive it took under it too, and answers.
+fn execute_locked(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    recv: &Option<Recv<'_>>,
+    after: &mut After,
+) -> Response {
+    // One chunk at most: no sleeping under the lock.
+    let pace = Pace {
+        may_sleep: false,
+        stop: &|| dest.is_closing(),
+    };
+    let (response, status) = perform(port, dest, req, recv.as_ref(), &pace);
+    if let Some(recv) = recv {
+        let wc = recv_wc(dest, recv, req, status, req.len);
+        complete_locked(port, dest, d, wc, req.solicited, after);
+    }
+    response
+}
+
 /// Executes `req` (accepted by [`judge`]) at `dest`, completes the receive
 /// it took, and answers.
 fn execute(
     port: &Net,
     dest: &QpUse,
     req: &Request<'_>,
-    recv: Option<Recv>,
+    recv: Option<Recv<'_>>,
     pace: &Pace<'_>,
     after: &mut After,
 ) -> Response {
+    let (response, status) = perform(port, dest, req, recv.as_ref(), pace);
+    if let Some(recv) = recv {
+        complete_recv(port, dest, recv, req, status, req.len, after);
+    }
+    response
+}
+
+/// Moves the data of `req` at `dest` (into `recv` for a SEND) and counts
+/// it; returns the answer and the status of the receive's completion.
+fn perform(
+    port: &Net,
+    dest: &QpShared,
+    req: &Request<'_>,
+    recv: Option<&Recv<'_>>,
+    pace: &Pace<'_>,
+) -> (Response, WcStatus) {
     let mrs = port.mrs();
     let response = match req.op {
-        SendOp::Send => match &recv {
+        SendOp::Send => match recv {
             Some(recv) => req
                 .data
-                .copy_to(mrs, recv.sges.as_slice(), 0, pace)
+                .copy_to(mrs, recv.sges, 0, pace)
                 .map(|()| Response::Ack),
             None => Err(EINVAL),
         },
@@ -311,10 +403,25 @@ fn execute(
         port.counters
             .executed(req.opcode.counter(), req.opcode.consumes_recv(), req.len);
     }
-    if let Some(recv) = recv {
-        complete_recv(port, dest, recv, req, status, req.len, after);
+    (response, status)
+}
+
+/// Completes a receive of `dest` under its lock `d`; a completion that
+/// fails or overruns moves `dest` to the error state, to flush.
+fn complete_locked(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    wc: Wc,
+    solicited: bool,
+    after: &mut After,
+) {
+    if complete::push(port, dest.recv_cq(), wc, solicited, after) {
+        dest.enter_error(d);
+        if let Some(dest) = dest.arc().enter() {
+            after.kick(dest);
+        }
     }
-    response
 }
 
 /// Performs an atomic on the 8 bytes at `remote` and keeps its result for
@@ -353,7 +460,7 @@ fn recv_grh(req: &Request<'_>) -> RecvGrh {
 }
 
 /// The completion of a receive of `dest` that `req` took.
-fn recv_wc(dest: &QpShared, recv: &Recv, req: &Request<'_>, status: WcStatus, len: u32) -> Wc {
+fn recv_wc(dest: &QpShared, recv: &Recv<'_>, req: &Request<'_>, status: WcStatus, len: u32) -> Wc {
     if status != WcStatus::Success {
         return Wc {
             wr_id: recv.wqe.wr_id,
@@ -394,7 +501,7 @@ fn recv_wc(dest: &QpShared, recv: &Recv, req: &Request<'_>, status: WcStatus, le
 fn complete_recv(
     port: &Net,
     dest: &QpUse,
-    recv: Recv,
+    recv: Recv<'_>,
     req: &Request<'_>,
     status: WcStatus,
     len: u32,
@@ -417,7 +524,13 @@ fn complete_recv(
 /// UD: delivers the datagram `req` into the oldest receive of `dest`, all
 /// under its lock; whatever does not reach a ready receive is dropped
 /// without a word.
-fn datagram(port: &Net, dest: &QpUse, req: &Request<'_>, after: &mut After) {
+fn datagram(
+    port: &Net,
+    dest: &QpUse,
+    req: &Request<'_>,
+    room: &mut Buf<SgeCopy>,
+    after: &mut After,
+) {
     let Some((d, qkey)) = &req.datagram else {
         return;
     };
@@ -430,7 +543,7 @@ fn datagram(port: &Net, dest: &QpUse, req: &Request<'_>, after: &mut After) {
         return;
     }
     let len = req.len;
-    let (recv, checked) = receive_at(dest, &mut dl, |front| match front {
+    let (recv, checked) = receive_at(dest, &mut dl, room, |front| match front {
         None => (false, WcStatus::Success),
         Some(rsges) => match check_sges(port.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
             Err(BadSge) => (true, WcStatus::LocalProtection),
@@ -447,7 +560,7 @@ fn datagram(port: &Net, dest: &QpUse, req: &Request<'_>, after: &mut After) {
             may_sleep: false,
             stop: &|| false,
         };
-        let rsges = recv.sges.as_slice();
+        let rsges = recv.sges;
         let mrs = port.mrs();
         let moved = match (&d.address.grh, req.src.port) {
             (Some(route), Link::Ib { gid, .. }) => {
@@ -471,11 +584,5 @@ fn datagram(port: &Net, dest: &QpUse, req: &Request<'_>, after: &mut After) {
         checked
     };
     let wc = recv_wc(dest, &recv, req, status, len);
-    if complete::push(port, dest.recv_cq(), wc, req.solicited, after) {
-        dest.enter_error(&mut dl);
-        drop(dl);
-        if let Some(dest) = dest.arc().enter() {
-            after.kick(dest);
-        }
-    }
+    complete_locked(port, dest, &mut dl, wc, req.solicited, after);
 }

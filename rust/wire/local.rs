@@ -7,9 +7,10 @@
 
 use crate::{
     complete::After,
-    copy::Pace,
+    copy::{Pace, SgeCopy},
     ib::Address,
     net::Net,
+    scratch::Buf,
     transport::{self, Request, Response, Wire},
 };
 
@@ -22,6 +23,7 @@ impl Wire for Local {
         from: &Net,
         to: &Address,
         req: &Request<'_>,
+        room: &mut Buf<SgeCopy>,
         pace: &Pace<'_>,
         after: &mut After,
     ) -> Option<Response> {
@@ -33,7 +35,7 @@ impl Wire for Local {
                 may_sleep: pace.may_sleep,
                 stop: &stop,
             };
-            transport::receive(port, &dest, req, &pace, after)
+            transport::receive(port, &dest, req, room, &pace, after)
         })
         .flatten()
     }

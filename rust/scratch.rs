@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The buffers a QP's runner copies work requests into, allocated with the
+//! QP: a step uses a WQE's SGE list or inline data with no queue lock held
+//! (a RESET or a post may change the queue meanwhile), and copies only what
+//! the WQE has, into memory it owns, instead of moving fixed-size lists by
+//! value through its calls.
+
+use crate::{copy::SgeCopy, limits};
+use kernel::prelude::*;
+
+/// A fixed-size buffer of `T`s.
+pub(crate) struct Buf<T>(KVec<T>);
+
+impl<T: Copy + Default> Buf<T> {
+    fn new(len: u32) -> Result<Self> {
+        Ok(Self(KVec::from_elem(
+            T::default(),
+            len as usize,
+            GFP_KERNEL,
+        )?))
+    }
+
+    /// Copies `from` into the buffer and returns the copy; `None` when it
+    /// does not fit (never for what the QP's queues accept).
+    pub(crate) fn fill(&mut self, from: &[T]) -> Option<&[T]> {
+        let dst = self.0.get_mut(..from.len())?;
+        dst.copy_from_slice(from);
+        Some(dst)
+    }
+}
+
+/// What one runner of a QP owns (see [`crate::engine::kick`]).
+pub(crate) struct Scratch {
+    /// The head send WQE's SGEs.
+    pub(crate) send: Buf<SgeCopy>,
+    /// The head send WQE's inline data.
+    pub(crate) inline: Buf<u8>,
+    /// The SGEs of the receive WQE a request of this runner took at its
+    /// responder: any QP's, so room for the most any queue holds.
+    pub(crate) recv: Buf<SgeCopy>,
+}
+
+impl Scratch {
+    pub(crate) fn new(max_send_sge: u32, max_inline: u32) -> Result<Self> {
+        Ok(Self {
+            send: Buf::new(max_send_sge)?,
+            inline: Buf::new(max_inline)?,
+            recv: Buf::new(limits::MAX_SGE)?,
+        })
+    }
+}
