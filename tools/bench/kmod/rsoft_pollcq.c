@@ -7,6 +7,8 @@
  * 1 and of 16 (what ib_process_cq_direct() and most ULPs ask for). Also
  * timed: ib_post_send() of those sends (rsoft executes a send in its post)
  * and ib_poll_cq() of an empty CQ. Each figure is the median of REPS runs.
+ * Then the rate of whole messages (post and poll) of one such pair and of
+ * two pairs driven from two CPUs at once: how rsoft scales.
  * For comparison, the kernel's memcpy() of 64 KiB and 1 MiB blocks.
  *
  * Prints "rsoft_pollcq: bench NAME VALUE UNIT" lines, then one TAP line;
@@ -14,6 +16,9 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/completion.h>
+#include <linux/cpumask.h>
+#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/module.h>
 #include <linux/slab.h>
@@ -202,7 +207,23 @@ static int measure_cq(struct bench *b)
 	return 0;
 }
 
-static int run(struct ib_device *dev)
+static void bench_free(struct bench *b)
+{
+	if (!IS_ERR_OR_NULL(b->b))
+		ib_destroy_qp(b->b);
+	if (!IS_ERR_OR_NULL(b->a))
+		ib_destroy_qp(b->a);
+	if (!IS_ERR_OR_NULL(b->rcq))
+		ib_free_cq(b->rcq);
+	if (!IS_ERR_OR_NULL(b->scq))
+		ib_free_cq(b->scq);
+	if (!IS_ERR_OR_NULL(b->pd))
+		ib_dealloc_pd(b->pd);
+	kfree(b);
+}
+
+/* A PD, two CQs and two RC QPs of @dev connected to each other. */
+static struct bench *bench_new(struct ib_device *dev)
 {
 	struct ib_port_attr port;
 	struct bench *b;
@@ -210,47 +231,145 @@ static int run(struct ib_device *dev)
 
 	b = kzalloc(sizeof(*b), GFP_KERNEL);
 	if (!b)
-		return -ENOMEM;
+		return ERR_PTR(-ENOMEM);
 	b->dev = dev;
 	b->pd = ib_alloc_pd(dev, 0);
 	ret = PTR_ERR_OR_ZERO(b->pd);
-	if (ret)
-		goto free_b;
 	/* Polled by us alone: IB_POLL_DIRECT, no completion handler. */
-	b->scq = ib_alloc_cq(dev, b, nr, 0, IB_POLL_DIRECT);
-	ret = PTR_ERR_OR_ZERO(b->scq);
-	if (ret)
-		goto free_pd;
-	b->rcq = ib_alloc_cq(dev, b, nr, 0, IB_POLL_DIRECT);
-	ret = PTR_ERR_OR_ZERO(b->rcq);
-	if (ret)
-		goto free_scq;
-	b->a = new_rc_qp(b, b->scq, b->rcq);
-	ret = PTR_ERR_OR_ZERO(b->a);
-	if (ret)
-		goto free_rcq;
-	b->b = new_rc_qp(b, b->scq, b->rcq);
-	ret = PTR_ERR_OR_ZERO(b->b);
-	if (ret)
-		goto destroy_a;
-	ret = ib_query_port(dev, 1, &port);
+	if (!ret) {
+		b->scq = ib_alloc_cq(dev, b, nr, 0, IB_POLL_DIRECT);
+		ret = PTR_ERR_OR_ZERO(b->scq);
+	}
+	if (!ret) {
+		b->rcq = ib_alloc_cq(dev, b, nr, 0, IB_POLL_DIRECT);
+		ret = PTR_ERR_OR_ZERO(b->rcq);
+	}
+	if (!ret) {
+		b->a = new_rc_qp(b, b->scq, b->rcq);
+		ret = PTR_ERR_OR_ZERO(b->a);
+	}
+	if (!ret) {
+		b->b = new_rc_qp(b, b->scq, b->rcq);
+		ret = PTR_ERR_OR_ZERO(b->b);
+	}
+	if (!ret)
+		ret = ib_query_port(dev, 1, &port);
 	if (!ret)
 		ret = connect_qp(b->a, port.lid, b->b->qp_num);
 	if (!ret)
 		ret = connect_qp(b->b, port.lid, b->a->qp_num);
+	if (ret) {
+		bench_free(b);
+		return ERR_PTR(ret);
+	}
+	return b;
+}
+
+/*
+ * Scaling: pairs of QPs (each with its own PD and CQs) driven at once, one
+ * kernel thread per pair on its own CPU. Each thread posts nr receives and
+ * nr sends and polls both CQs empty, PAIR_ROUNDS times; the figure is the
+ * messages of all pairs per second of the slowest.
+ */
+#define PAIR_ROUNDS	40
+
+struct driver {
+	struct bench *b;
+	struct completion *go;
+	struct completion done;
+	u64 ns;
+	int ret;
+};
+
+static int drive(void *arg)
+{
+	struct driver *d = arg;
+	u64 start, untimed;
+	int r, ret = 0;
+
+	wait_for_completion(d->go);
+	start = ktime_get_ns();
+	for (r = 0; r < PAIR_ROUNDS && !ret; r++) {
+		ret = fill(d->b, &untimed);
+		if (!ret)
+			ret = drain_cq(d->b, d->b->scq, MAX_BATCH, &untimed);
+		if (!ret)
+			ret = drain_cq(d->b, d->b->rcq, MAX_BATCH, &untimed);
+	}
+	d->ns = ktime_get_ns() - start;
+	d->ret = ret;
+	/* Not a return into module text that may be gone by then. */
+	kthread_complete_and_exit(&d->done, 0);
+}
+
+/* Drives @n pairs at once, pair i from CPU i; reports their rate. */
+static int measure_pairs(struct bench **pairs, int n, const char *name)
+{
+	DECLARE_COMPLETION_ONSTACK(go);
+	struct driver d[2];
+	struct task_struct *t;
+	u64 slowest = 0;
+	int i, started, ret = 0;
+
+	for (started = 0; started < n; started++) {
+		i = started;
+		d[i] = (struct driver){ .b = pairs[i], .go = &go };
+		init_completion(&d[i].done);
+		t = kthread_create(drive, &d[i], "rsoft_bench/%d", i);
+		if (IS_ERR(t)) {
+			ret = PTR_ERR(t);
+			break;
+		}
+		kthread_bind(t, cpumask_nth(i, cpu_online_mask));
+		wake_up_process(t);
+	}
+	/* The started ones run even after a failure: they use d[]. */
+	complete_all(&go);
+	for (i = 0; i < started; i++) {
+		wait_for_completion(&d[i].done);
+		ret = ret ? ret : d[i].ret;
+		slowest = max(slowest, d[i].ns);
+	}
+	if (!ret && slowest)
+		pr_info("bench %s %llu msg/s\n", name,
+			div64_u64((u64)n * PAIR_ROUNDS * nr * NSEC_PER_SEC,
+				  slowest));
+	return ret;
+}
+
+static int measure_scaling(struct ib_device *dev)
+{
+	struct bench *pairs[2];
+	int ret;
+
+	if (num_online_cpus() < 2)
+		return 0;
+	pairs[0] = bench_new(dev);
+	if (IS_ERR(pairs[0]))
+		return PTR_ERR(pairs[0]);
+	pairs[1] = bench_new(dev);
+	ret = PTR_ERR_OR_ZERO(pairs[1]);
 	if (!ret)
-		ret = measure_cq(b);
-	ib_destroy_qp(b->b);
-destroy_a:
-	ib_destroy_qp(b->a);
-free_rcq:
-	ib_free_cq(b->rcq);
-free_scq:
-	ib_free_cq(b->scq);
-free_pd:
-	ib_dealloc_pd(b->pd);
-free_b:
-	kfree(b);
+		ret = measure_pairs(pairs, 1, "send_rate_1pair");
+	if (!ret)
+		ret = measure_pairs(pairs, 2, "send_rate_2pairs");
+	if (!IS_ERR(pairs[1]))
+		bench_free(pairs[1]);
+	bench_free(pairs[0]);
+	return ret;
+}
+
+static int run(struct ib_device *dev)
+{
+	struct bench *b = bench_new(dev);
+	int ret;
+
+	if (IS_ERR(b))
+		return PTR_ERR(b);
+	ret = measure_cq(b);
+	bench_free(b);
+	if (!ret)
+		ret = measure_scaling(dev);
 	return ret;
 }
 
