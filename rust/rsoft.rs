@@ -12,7 +12,6 @@ use kernel::{prelude::*, sync::Arc};
 mod complete;
 mod copy;
 mod counters;
-mod cq;
 mod device;
 mod engine;
 mod fabric;
@@ -21,24 +20,24 @@ mod gate;
 mod grh;
 mod ib;
 mod limits;
-mod mr;
 mod net;
+mod obj;
 mod params;
 mod payload;
 mod psn;
-mod qp;
 mod quota;
 mod retry;
-mod scratch;
 // Also the host crate tools/ring-test, where its items must be public.
 #[allow(unreachable_pub)]
 mod ring;
-mod srq;
 mod table;
 mod transport;
 mod verbs;
 mod wire;
-mod wq;
+
+// The objects live in `rust/obj/`; the rest of the driver names them
+// `crate::qp` and so on, as it names every other part of rsoft.
+use obj::{cq, mr, qp, scratch, srq, wq};
 
 module! {
     type: RsoftModule,
