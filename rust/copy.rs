@@ -58,11 +58,14 @@ pub(crate) fn check_sges(
 ) -> Result<u64, BadSge> {
     let mut total = 0u64;
     for sge in sges.iter().filter(|s| s.length > 0) {
-        let mr = mrs.get(sge.lkey).ok_or(BadSge)?;
-        if mr.pd != pd || !mr.access.contains(need) {
+        let fits = mrs.passes(sge.lkey, |mr| {
+            mr.pd == pd
+                && mr.access.contains(need)
+                && mr.offset_of(sge.addr, sge.length.into()).is_some()
+        });
+        if !fits {
             return Err(BadSge);
         }
-        mr.offset_of(sge.addr, sge.length.into()).ok_or(BadSge)?;
         total += u64::from(sge.length);
     }
     Ok(total)

@@ -240,6 +240,17 @@ impl Mrs {
         self.slots.lock().named(key)?.entry.clone()
     }
 
+    /// Whether the MR `key` names is registered, valid and passes `check`,
+    /// which sees it under the table's lock: a check keeps no reference,
+    /// so it takes none (and never drops the last one of a memory).
+    pub(crate) fn passes(&self, key: MrKey, check: impl FnOnce(&MrEntry) -> bool) -> bool {
+        let mut slots = self.slots.lock();
+        slots
+            .named(key)
+            .and_then(|slot| slot.entry.as_ref())
+            .is_some_and(check)
+    }
+
     /// Enters the MR `key` names to access its memory, if it is
     /// registered, valid and not being deregistered.
     pub(crate) fn enter(&self, key: MrKey) -> Option<MrUse> {

@@ -153,7 +153,7 @@ fn remote_ok(
     len: u64,
     need: Access,
 ) -> bool {
-    port.mrs().get(MrKey::of(remote.rkey)).is_some_and(|mr| {
+    port.mrs().passes(MrKey::of(remote.rkey), |mr| {
         mr.pd == dest.pd
             && mr.access.contains(need)
             && qp_rights.contains(need)
