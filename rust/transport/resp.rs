@@ -22,7 +22,7 @@ use crate::{
     psn::Sequence,
     qp::{QpInner, QpShared, QpUse},
     scratch::Buf,
-    wq::Wqe,
+    wq::{WorkQueue, Wqe},
 };
 use kernel::prelude::*;
 
@@ -66,7 +66,14 @@ pub(crate) fn receive(
     let verdict = judge(port, dest, &mut d, req, room);
     if let Verdict::Execute(recv) = &verdict {
         if is_small(req) {
-            return Some(execute_locked(port, dest, &mut d, req, recv, after));
+            return Some(execute_locked(
+                port,
+                dest,
+                &mut d,
+                req,
+                recv.as_ref(),
+                after,
+            ));
         }
     }
     // Completed with no lock held: a flush of `dest` waits for it.
@@ -110,11 +117,7 @@ fn receive_at<'r, R>(
             if s.rq.is_empty() {
                 s.waited_on = true;
             }
-            let sges = match s.rq.front() {
-                Some((_, sges)) if take => room.fill(sges),
-                _ => None,
-            };
-            let recv = sges.and_then(|sges| {
+            let recv = front_into(&s.rq, room, take).and_then(|sges| {
                 let wqe = srq.pop(&mut s)?;
                 Some(Recv {
                     wqe,
@@ -126,11 +129,7 @@ fn receive_at<'r, R>(
         }
         None => {
             let (take, r) = decide(d.rq.front().map(|(_, sges)| sges));
-            let sges = match d.rq.front() {
-                Some((_, sges)) if take => room.fill(sges),
-                _ => None,
-            };
-            let recv = sges.and_then(|sges| {
+            let recv = front_into(&d.rq, room, take).and_then(|sges| {
                 let wqe = d.rq.pop()?;
                 Some(Recv {
                     wqe,
@@ -141,6 +140,13 @@ fn receive_at<'r, R>(
             (recv, r)
         }
     }
+}
+
+/// The SGEs of the oldest receive of `rq`, copied into `room`, when it is
+/// to be taken.
+fn front_into<'r>(rq: &WorkQueue, room: &'r mut Buf<SgeCopy>, take: bool) -> Option<&'r [SgeCopy]> {
+    let (_, sges) = rq.front().filter(|_| take)?;
+    room.fill(sges)
 }
 
 /// Whether `remote` names `len` bytes of an MR of `dest` that both the MR
@@ -330,7 +336,7 @@ fn execute_locked(
     dest: &QpUse,
     d: &mut QpInner,
     req: &Request<'_>,
-    recv: &Option<Recv<'_>>,
+    recv: Option<&Recv<'_>>,
     after: &mut After,
 ) -> Response {
     // One chunk at most: no sleeping under the lock.
@@ -338,7 +344,7 @@ fn execute_locked(
         may_sleep: false,
         stop: &|| dest.is_closing(),
     };
-    let (response, status) = perform(port, dest, req, recv.as_ref(), &pace);
+    let (response, status) = perform(port, dest, req, recv, &pace);
     if let Some(recv) = recv {
         let wc = recv_wc(dest, recv, req, status, req.len);
         complete_locked(port, dest, d, wc, req.solicited, after);
