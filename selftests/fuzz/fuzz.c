@@ -906,13 +906,19 @@ static int op_rereg(struct lane *l, struct rng *r)
 	/*
 	 * A send waiting for a receive is tried again after each RNR timer
 	 * and rereads its buffers: with a dead key it fails, as the model
-	 * says now (settle waits for the driver's next try).
+	 * says now, but the driver only at its next try.
 	 */
 	model_run(l);
 	pthread_mutex_unlock(&l->lock);
-	if (!*mr)
+	if (!*mr) {
 		violation("lane %d: reg_mr failed: %m", l->id);
-	return *mr ? 0 : -1;
+		return -1;
+	}
+	/*
+	 * As after op_error: that failure must land before a poll does. A
+	 * poll first would make room on a tiny CQ the model has it overrun.
+	 */
+	return post_events(l);
 }
 
 /* Verbs that must fail and change nothing. */
