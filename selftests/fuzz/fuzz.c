@@ -798,12 +798,15 @@ static int quiesce(struct lane *l, struct rng *r)
 	int stale;
 
 	note(l, "quiesce");
+	/*
+	 * a's fence to an errored b fails only when a's retries run out, d's
+	 * to a live c at once: on a shared tiny CQ the model's order, a's
+	 * completion first, holds only if a gets there before d's goes.
+	 */
 	for (int i = 0; i < 1 + l->two_senders; i++) {
-		if (l->s[i].len < DEPTH && post_fence(l, i))
+		if ((l->s[i].len < DEPTH && post_fence(l, i)) || settle(l))
 			return -1;
 	}
-	if (settle(l))
-		return -1;
 	while (model_pending(l)) {
 		if (waiting(l) && !l->rq_len && l->bm.next_slot < NSLOT &&
 		    post_recvs(l, r, 1))
