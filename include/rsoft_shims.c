@@ -5,6 +5,7 @@
 #include <linux/highmem.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
+#include <linux/percpu.h>
 #include <linux/unaligned.h>
 #include <net/addrconf.h>
 #include <linux/scatterlist.h>
@@ -233,4 +234,35 @@ void rsoft_ib_device_hold(struct ib_device *ibdev)
 void rsoft_ib_device_unhold(struct ib_device *ibdev)
 {
 	put_device(&ibdev->dev);
+}
+
+void *rsoft_percpu_alloc(unsigned int n)
+{
+	return (void __force *)__alloc_percpu(n * sizeof(u64), sizeof(u64));
+}
+
+void rsoft_percpu_free(void *set)
+{
+	free_percpu((void __percpu __force *)set);
+}
+
+void rsoft_percpu_add(void *set, unsigned int n, unsigned int i, u64 v)
+{
+	u64 __percpu *c = (u64 __percpu __force *)set;
+
+	if (i < n)
+		this_cpu_add(c[i], v);
+}
+
+u64 rsoft_percpu_sum(void *set, unsigned int n, unsigned int i)
+{
+	u64 __percpu *c = (u64 __percpu __force *)set;
+	u64 sum = 0;
+	int cpu;
+
+	if (i >= n)
+		return 0;
+	for_each_possible_cpu(cpu)
+		sum += per_cpu(c[i], cpu);
+	return sum;
 }

@@ -78,4 +78,13 @@ void rsoft_netdev_notifier_unregister(struct notifier_block *nb);
 void rsoft_ib_device_hold(struct ib_device *ibdev);
 void rsoft_ib_device_unhold(struct ib_device *ibdev);
 
+/*
+ * alloc_percpu() and this_cpu_add() are macros. A set of @n u64 counters
+ * per CPU, handed to Rust as an opaque pointer; the index is checked here.
+ */
+void *rsoft_percpu_alloc(unsigned int n);
+void rsoft_percpu_free(void *set);
+void rsoft_percpu_add(void *set, unsigned int n, unsigned int i, u64 v);
+u64 rsoft_percpu_sum(void *set, unsigned int n, unsigned int i);
+
 #endif /* RSOFT_SHIMS_H */

@@ -3,9 +3,8 @@
 //! What rsoft counts on its port, for `rdma statistic show` and the
 //! `hw_counters` directory in sysfs.
 
-use crate::ib::CounterDesc;
-use core::sync::atomic::{AtomicU64, Ordering};
-use kernel::c_str;
+use crate::ib::{CounterDesc, PerCpuCounters};
+use kernel::{c_str, prelude::*};
 
 /// One counter; its value is the index into [`NAMES`].
 #[derive(Clone, Copy)]
@@ -42,14 +41,18 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("bytes")),
 ];
 
-/// The port's counters; updated from any CPU without a lock.
-#[derive(Default)]
-pub(crate) struct Counters([AtomicU64; COUNT]);
+/// The port's counters; updated from any CPU without a lock, each CPU in
+/// a copy of its own.
+pub(crate) struct Counters(PerCpuCounters<COUNT>);
 
 impl Counters {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(PerCpuCounters::new()?))
+    }
+
     pub(crate) fn add(&self, counter: Counter, n: u64) {
         if n != 0 {
-            self.0[counter as usize].fetch_add(n, Ordering::Relaxed);
+            self.0.add(counter as usize, n);
         }
     }
 
@@ -63,8 +66,8 @@ impl Counters {
 
     /// Copies the values, in [`NAMES`] order, into `out`.
     pub(crate) fn read(&self, out: &mut [u64]) {
-        for (o, v) in out.iter_mut().zip(&self.0) {
-            *o = v.load(Ordering::Relaxed);
+        for (i, o) in out.iter_mut().take(COUNT).enumerate() {
+            *o = self.0.sum(i);
         }
     }
 }

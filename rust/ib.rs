@@ -26,6 +26,7 @@ mod mr;
 mod netdev;
 mod object;
 mod params;
+mod percpu;
 mod qp;
 mod res;
 mod sched;
@@ -46,6 +47,7 @@ pub(crate) use link::{LinkOps, Links};
 pub(crate) use mr::{Access, Memory, MrId, MrOps, MrRereg, PageList};
 pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use params::{param_devices, param_provider};
+pub(crate) use percpu::PerCpuCounters;
 pub(crate) use qp::{
     Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
     QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,

@@ -95,6 +95,7 @@ impl Drop for QpSlot<'_> {
 impl Net {
     pub(crate) fn new(link: Link, fabric: Arc<Fabric<Net>>) -> Result<impl PinInit<Self, Error>> {
         let qps = Table::new(limits::MAX_QP)?;
+        let counters = Counters::new()?;
         let gids = match link {
             Link::Ib { .. } => KVec::new(),
             Link::Roce => KVec::from_elem(None, ROCE_GIDS as usize, GFP_KERNEL)?,
@@ -106,7 +107,7 @@ impl Net {
             mtu: AtomicU32::new(Mtu::Mtu4096.bytes()),
             qps <- new_irq_spinlock!(qps, "rsoft_qps"),
             gsi <- new_irq_spinlock!(None, "rsoft_gsi"),
-            counters: Counters::default(),
+            counters,
             fabric,
         }? Error))
     }
