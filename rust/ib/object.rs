@@ -9,7 +9,7 @@
 //! part is dropped there, and never moved in between. The destroy verb
 //! also waits for the object's holders ([`super::hold`]) first.
 
-use super::{compat::init_in_place, hold::Holders};
+use super::{compat::init_in_place, gate::Gate};
 use core::mem::{align_of, size_of};
 use kernel::{prelude::*, types::Opaque};
 
@@ -22,11 +22,11 @@ pub(super) struct CoreHead<C> {
     #[pin]
     core: Opaque<C>,
     #[pin]
-    holders: Holders,
+    holders: Gate,
 }
 
 impl<C> CoreHead<C> {
-    pub(super) fn holders(&self) -> &Holders {
+    pub(super) fn holders(&self) -> &Gate {
         &self.holders
     }
 }
@@ -65,7 +65,7 @@ impl<C, T> CoreObject<C, T> {
         let head = pin_init!(CoreHead {
             // The core has already filled in its part: keep it as it is.
             core <- Opaque::ffi_init(|_| {}),
-            holders <- Holders::new(),
+            holders <- Gate::new(),
         });
         // SAFETY: per the function's contract `core` is the start of a
         // suitably sized, aligned allocation that nobody else uses yet, and
@@ -119,7 +119,8 @@ impl<C, T> CoreObject<C, T> {
         unsafe { Pin::new_unchecked(&(*this).data) }
     }
 
-    /// Waits until the object has no holder left. Sleeps.
+    /// Closes the object to new holders and waits until it has none left.
+    /// Sleeps.
     ///
     /// # Safety
     ///
@@ -127,7 +128,7 @@ impl<C, T> CoreObject<C, T> {
     /// not freed it.
     pub(super) unsafe fn wait_unheld(core: *mut C) {
         // SAFETY: per the function's contract the head is initialised.
-        unsafe { (*core.cast::<Self>()).head.holders().wait() };
+        unsafe { (*core.cast::<Self>()).head.holders().close() };
     }
 
     /// Drops the driver's part, then waits until the object has no holder

@@ -13,10 +13,9 @@
 
 use crate::{
     cq::RsoftCq,
-    gate::Gate,
     ib::{
-        Claim, CqRef, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
-        QpNum, QpQuery, QpState, QpType, Timer,
+        Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
+        QpNotifier, QpNum, QpQuery, QpState, QpType, Timer,
     },
     new_irq_spinlock,
     psn::Psn,
