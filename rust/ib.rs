@@ -49,8 +49,9 @@ pub(crate) use mr::{Access, Memory, MrId, MrOps, MrRereg, PageList};
 pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use params::{param_devices, param_provider};
 pub(crate) use qp::{
-    Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
-    QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
+    Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpName,
+    QpNotifier, QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
+    WcQp,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};

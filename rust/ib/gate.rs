@@ -6,8 +6,10 @@
 //! A [`Count`] counts the users of something in one atomic word and can be
 //! closed to new ones; a [`Gate`] adds the wait for the last user to leave.
 //! The `ib` layer's destroy verbs wait on an object's gate before the core
-//! frees it ([`super::hold`]); the driver's objects use gates so that a
-//! reference found in a table stays usable after the table lock is dropped.
+//! frees it ([`super::hold`]), and `destroy_qp` checks the count of the
+//! completions that name the QP ([`super::qp::WcQp`]); the driver's objects
+//! use gates so that a reference found in a table stays usable after the
+//! table lock is dropped.
 
 use super::IrqSpinLock;
 use crate::new_irq_spinlock;
@@ -26,6 +28,16 @@ pub(super) struct Count(AtomicUsize);
 impl Count {
     pub(super) const fn new() -> Self {
         Self(AtomicUsize::new(0))
+    }
+
+    /// A count closed until [`Count::open`].
+    pub(super) const fn closed() -> Self {
+        Self(AtomicUsize::new(CLOSED))
+    }
+
+    /// Opens a closed count that has no user.
+    pub(super) fn open(&self) {
+        self.0.store(0, Ordering::Release);
     }
 
     /// Enters, unless the count is closed (or impossibly full).
@@ -57,6 +69,12 @@ impl Count {
             }
         }
         false
+    }
+
+    /// Leaves after an enter. Nothing waits on a bare count: whoever closed
+    /// it looks at [`Count::is_empty`] and decides.
+    pub(super) fn leave(&self) {
+        self.0.fetch_sub(1, Ordering::Release);
     }
 
     /// Closes the count to new users; those inside stay.

@@ -47,6 +47,11 @@ impl<C> Hold<C> {
         Some(Self { head })
     }
 
+    /// The object's head.
+    pub(super) fn head_ptr(&self) -> NonNull<CoreHead<C>> {
+        self.head
+    }
+
     /// The core's object.
     pub(super) fn as_ptr(&self) -> *mut C {
         self.head.as_ptr().cast()
