@@ -520,6 +520,11 @@ pub(crate) struct RecvWr<'a> {
 /// one not yet accepted (the head, then the last one yielded), which is what
 /// `bad_wr` reports when posting stops: a post refused before its first WR
 /// is read names that first WR, as the verbs contract says.
+///
+/// # Invariants
+///
+/// `next` is NULL or a WR of a list as the contract of [`WrList::new`]
+/// describes it, live for `'a`.
 pub(crate) struct WrList<'a, W> {
     next: *const W,
     current: *const W,
@@ -531,7 +536,21 @@ pub(crate) struct WrList<'a, W> {
 }
 
 impl<W> WrList<'_, W> {
-    pub(super) fn new(head: *const W, datagram: bool, user: bool) -> Self {
+    /// The list starting at `head`.
+    ///
+    /// # Safety
+    ///
+    /// `head` is NULL or the first of a NULL-terminated list of valid WRs
+    /// that lives as long as the returned list. A send WR is the first
+    /// member of the container its opcode names (`ib_rdma_wr`,
+    /// `ib_atomic_wr`, `ib_reg_wr`, the last naming a live MR or none),
+    /// and of an `ib_ud_wr` when `datagram`, whose AH, if any, is a live
+    /// AH of a device routed by [`Adapter`]. `sg_list` of each WR has
+    /// `num_sge` valid entries. (`user` is not part of the contract: the
+    /// SGEs' addresses are never trusted, only read with copies that fail
+    /// on a bad one.)
+    pub(super) unsafe fn new(head: *const W, datagram: bool, user: bool) -> Self {
+        // INVARIANT: per the function's contract.
         Self {
             next: head,
             current: head,
@@ -567,21 +586,21 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
     type Item = Result<SendWr<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: the core passes a NULL-terminated list of valid WRs that
-        // lives across the post call.
+        // SAFETY: by the type invariant `next` is NULL or a valid WR, live
+        // for `'a`.
         let wr = unsafe { self.next.as_ref()? };
         self.current = self.next;
         self.next = wr.next;
         let flags = wr.send_flags;
-        // SAFETY: the core allocates the container that the opcode names
-        // (`ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr`), with the
-        // `ib_send_wr` first.
+        // SAFETY: by the type invariant (the contract of `new`) the WR is
+        // the first member of the container its opcode names.
         let (op, ex) = match unsafe { send_op(self.current) } {
             Some(Ok(op)) => op,
             Some(Err(e)) => return Some(Err(e)),
             None => return Some(Err(EINVAL)),
         };
-        // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
+        // SAFETY: by the type invariant `sg_list` has `num_sge` entries,
+        // live for `'a`.
         let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
@@ -589,8 +608,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         // SAFETY: a plain integer union, read as `send_op` says.
         let ex_value = unsafe { wr.ex.imm_data };
         let datagram = if self.datagram {
-            // SAFETY: on a UD QP the core passes `ib_ud_wr`s, whose AH is
-            // live for the call and belongs to this device.
+            // SAFETY: by the type invariant, an `ib_ud_wr` whose AH is
+            // live and routed by `Adapter`.
             match unsafe { datagram(self.current) } {
                 Some(d) => Some(d),
                 None => return Some(Err(EINVAL)),
@@ -623,7 +642,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
         let wr = unsafe { self.next.as_ref()? };
         self.current = self.next;
         self.next = wr.next;
-        // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
+        // SAFETY: by the type invariant `sg_list` has `num_sge` entries,
+        // live for `'a`.
         let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
@@ -994,7 +1014,13 @@ impl<T: Verbs> Adapter<T> {
                 !(*qp).uobject.is_null(),
             )
         };
-        let mut wrs = SendWrs::new(wr, datagram, user);
+        // SAFETY: the core passes a NULL-terminated list of valid WRs that
+        // lives across this call, each in the container its opcode names
+        // (`ib_ud_wr`s on a UD or GSI QP, whose AHs are live for the call
+        // and of the QP's device: uverbs looks them up in the QP's context,
+        // a kernel consumer uses its QP's device), with `num_sge` SGEs.
+        // `wrs` does not outlive the call.
+        let mut wrs = unsafe { SendWrs::new(wr, datagram, user) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
@@ -1012,7 +1038,10 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr, false, false);
+        // SAFETY: the core passes a NULL-terminated list of valid WRs with
+        // `num_sge` SGEs each, live across this call, which `wrs` does not
+        // outlive.
+        let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
