@@ -129,6 +129,14 @@ impl QpNotifier {
 }
 
 /// Names a protection domain; objects may be used together only within one.
+///
+/// Only an identity, never dereferenced, made only by the `ib` layer from
+/// the PD of a live QP, SRQ or MR (or a rereg's new PD). It can never be
+/// compared stale: the core counts every object on its PD (`usecnt`) and
+/// refuses to free a PD that one still uses, and the driver keeps a PD's
+/// name only in that object's data (a QP's, an SRQ's, an MR's table
+/// entry), which goes before the object does. So two names are equal
+/// exactly when they name the same live PD.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PdId(usize);
 
