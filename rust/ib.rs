@@ -17,6 +17,7 @@ mod counters;
 mod cq;
 mod device;
 mod event;
+mod gate;
 mod hold;
 mod ids;
 mod irq_lock;
@@ -41,6 +42,7 @@ pub(crate) use compat::swap_remove;
 pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Devices, Provider};
+pub(crate) use gate::Gate;
 pub(crate) use ids::{Key, QpNum};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
@@ -49,8 +51,9 @@ pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use params::{param_devices, param_provider};
 pub(crate) use percpu::PerCpuCounters;
 pub(crate) use qp::{
-    Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
-    QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
+    Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpName,
+    QpNotifier, QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
+    WcQp,
 };
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};

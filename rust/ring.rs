@@ -51,11 +51,16 @@ pub struct TooSmall;
 
 /// A bounded FIFO of completions.
 ///
+/// A completion may own something that its drop gives back (the kernel's
+/// name of a QP is counted on the QP): the ring moves completions, never
+/// copies them, and drops one it loses (overwritten, purged). Unused slots
+/// hold `T::default()`.
+///
 /// # Invariants
 ///
 /// `head < slots.len()` (or both 0 when empty storage), `len <= slots.len()`;
 /// the queued completions are `slots[head..]` wrapped around, `len` of them.
-pub struct Ring<T: Copy, S: DerefMut<Target = [T]>> {
+pub struct Ring<T: Default, S: DerefMut<Target = [T]>> {
     slots: S,
     head: usize,
     len: usize,
@@ -70,7 +75,7 @@ pub struct Ring<T: Copy, S: DerefMut<Target = [T]>> {
     closing: bool,
 }
 
-impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
+impl<T: Default, S: DerefMut<Target = [T]>> Ring<T, S> {
     /// A ring holding up to `slots.len()` completions.
     pub fn new(slots: S, ignore_overrun: bool) -> Self {
         Self {
@@ -193,13 +198,13 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
     }
 
     /// Hands up to `max` of the oldest completions to `take`, in order,
-    /// removing them, and returns how many.
+    /// moving them out, and returns how many.
     ///
     /// An overrun ring, once drained, answers 0 to the first poll and
     /// [`Overrun`] to every later one: uverbs polls one completion at a
     /// time and fails the whole system call on an error, which would lose
     /// the completions it already took in that call.
-    pub fn poll_each(&mut self, max: usize, mut take: impl FnMut(&T)) -> Result<usize, Overrun> {
+    pub fn poll_each(&mut self, max: usize, mut take: impl FnMut(T)) -> Result<usize, Overrun> {
         let n = max.min(self.len);
         if n == 0 && self.overrun && max > 0 {
             if self.drained {
@@ -209,7 +214,8 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
             return Ok(0);
         }
         for i in 0..n {
-            take(&self.slots[self.slot(i)]);
+            let from = self.slot(i);
+            take(core::mem::take(&mut self.slots[from]));
         }
         self.head = if n == self.len { 0 } else { self.slot(n) };
         self.len -= n;
@@ -232,21 +238,21 @@ impl<T: Copy, S: DerefMut<Target = [T]>> Ring<T, S> {
         if slots.len() < self.len {
             return Err((slots, TooSmall));
         }
-        let n = self.len;
-        let first = n.min(self.slots.len() - self.head);
-        slots[..first].copy_from_slice(&self.slots[self.head..self.head + first]);
-        slots[first..n].copy_from_slice(&self.slots[..n - first]);
+        for (i, to) in slots.iter_mut().take(self.len).enumerate() {
+            let from = self.slot(i);
+            *to = core::mem::take(&mut self.slots[from]);
+        }
         self.head = 0;
         Ok(core::mem::replace(&mut self.slots, slots))
     }
 
-    /// Keeps only the completions for which `keep` holds, in order; returns
-    /// how many were removed.
+    /// Keeps only the completions for which `keep` holds, in order; drops
+    /// the others and returns how many.
     pub fn retain(&mut self, mut keep: impl FnMut(&T) -> bool) -> usize {
         let mut kept = 0;
         for i in 0..self.len {
             let from = self.slot(i);
-            let cqe = self.slots[from];
+            let cqe = core::mem::take(&mut self.slots[from]);
             if keep(&cqe) {
                 let to = self.slot(kept);
                 self.slots[to] = cqe;

@@ -16,7 +16,6 @@ mod device;
 mod engine;
 mod fabric;
 mod fastreg;
-mod gate;
 mod grh;
 mod ib;
 mod limits;

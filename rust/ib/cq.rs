@@ -9,7 +9,7 @@ use super::{
     hold::Hold,
     ids::{Key, QpNum},
     object::CoreObject,
-    qp::QpId,
+    qp::{QpName, WcQp},
     res::DriverAttrs,
     verbs::Adapter,
     Verbs,
@@ -98,10 +98,9 @@ pub(crate) enum WcEx {
 ///
 /// For an error completion only `wr_id`, `status`, `qp` and `vendor_err`
 /// mean anything (the rest is what the producer had, not a promise).
-#[derive(Clone, Copy)]
 pub(crate) struct Wc {
     pub(crate) wr_id: u64,
-    pub(crate) qp: QpId,
+    pub(crate) qp: WcQp,
     pub(crate) status: WcStatus,
     pub(crate) opcode: WcOpcode,
     pub(crate) vendor_err: u32,
@@ -135,7 +134,7 @@ impl Wc {
     /// A placeholder for storage that holds no completion.
     pub(crate) const EMPTY: Self = Self {
         wr_id: 0,
-        qp: QpId::NONE,
+        qp: WcQp::NONE,
         status: WcStatus::Success,
         opcode: WcOpcode::Send,
         vendor_err: 0,
@@ -145,6 +144,12 @@ impl Wc {
         slid: 0,
         grh: RecvGrh::Absent,
     };
+}
+
+impl Default for Wc {
+    fn default() -> Self {
+        Self::EMPTY
+    }
 }
 
 /// The consumer's array of `ib_wc` that `poll_cq` fills.
@@ -165,14 +170,18 @@ impl WcSink<'_> {
         self.room
     }
 
-    /// Writes the next completion; ignored when there is no room.
-    ///
-    /// `wc.qp` must name a QP that is still alive: the driver removes a
-    /// QP's completions before `destroy_qp` returns.
-    pub(crate) fn push(&mut self, wc: &Wc) {
+    /// Writes the next completion; ignored when there is no room, or when
+    /// it names no QP (one made after its QP's destroy began).
+    pub(crate) fn push(&mut self, wc: Wc) {
         if self.room == 0 {
             return;
         }
+        // The QP is live: its destroy cannot return while a name of it is
+        // counted, as `wc.qp` was until now. From here on it is the
+        // consumer's business, as is the QP's destroy.
+        let Some(qp) = wc.qp.into_ptr() else {
+            return;
+        };
         // SAFETY: by the invariant slot `filled` is writable.
         let c = unsafe { &mut *self.wc.add(self.filled) };
         c.__bindgen_anon_1.wr_id = wc.wr_id;
@@ -190,7 +199,7 @@ impl WcSink<'_> {
         };
         c.vendor_err = wc.vendor_err;
         c.byte_len = wc.byte_len;
-        c.qp = wc.qp.as_ptr();
+        c.qp = qp;
         let (ex, flags) = match wc.ex {
             WcEx::None => (0, 0),
             WcEx::Imm(imm) => (imm, bindings::ib_wc_flags_IB_WC_WITH_IMM),
@@ -242,9 +251,9 @@ pub(crate) trait CqOps: Send + Sync + Sized {
     fn poll(&self, out: &mut WcSink<'_>) -> Result;
     /// Arms the CQ for one event; returns whether completions are waiting.
     fn req_notify(&self, arm: CqArm) -> bool;
-    /// Removes every completion naming `qp`: the QP is gone, and nothing
-    /// can name it any more (its data and holds were dropped).
-    fn purge(&self, qp: QpId);
+    /// Removes every completion naming `qp` ([`WcQp::is`]): the QP is
+    /// gone. `destroy_qp` fails if one is left anywhere.
+    fn purge(&self, qp: QpName<'_>);
     /// Resizes the CQ keeping its completions; returns the real capacity.
     /// Optional.
     fn resize(&self, _dev: &Self::Device, _cqe: u32) -> Result<u32> {

@@ -154,7 +154,16 @@ impl UserMemory {
 
 /// Names a memory region (the `ib_mr` a work request names).
 ///
-/// Only an identity: never dereferenced.
+/// Only an identity, never dereferenced, made only by the `ib` layer: of a
+/// new MR, which the driver keeps with it, and of the MR a REG_MR names,
+/// live when it is posted. The one that can be compared stale is the
+/// latter: a REG_MR waits in its send queue, and a kernel consumer that
+/// deregisters its MR before it runs breaks the verbs contract. A new MR
+/// may then have the same address; if it is also a fast-registration MR
+/// of the QP's PD in the same table slot, the REG_MR registers it instead.
+/// That is the consumer's own MR, in its own PD, mapping its own pages, so
+/// the mistake stays the consumer's; memory safety never rests on this
+/// identity.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct MrId(usize);
 

@@ -9,7 +9,10 @@
 //! part is dropped there, and never moved in between. The destroy verb
 //! also waits for the object's holders ([`super::hold`]) first.
 
-use super::{compat::init_in_place, hold::Holders};
+use super::{
+    compat::init_in_place,
+    gate::{Count, Gate},
+};
 use core::mem::{align_of, size_of};
 use kernel::{prelude::*, types::Opaque};
 
@@ -22,12 +25,32 @@ pub(super) struct CoreHead<C> {
     #[pin]
     core: Opaque<C>,
     #[pin]
-    holders: Holders,
+    holders: Gate,
+    /// The work completions queued in the driver that name the object
+    /// ([`super::qp::WcQp`]); closed, so never counting, but on a QP from
+    /// its creation to its destroy. The core may free the object only once
+    /// it is empty.
+    cqes: Count,
 }
 
 impl<C> CoreHead<C> {
-    pub(super) fn holders(&self) -> &Holders {
+    /// The head of a core object.
+    ///
+    /// # Safety
+    ///
+    /// `core` is a live core-allocated object of the `ib` layer whose head
+    /// is initialised, and stays so for `'a`.
+    pub(super) unsafe fn of<'a>(core: *const C) -> &'a Self {
+        // SAFETY: per the function's contract; the head is at offset 0.
+        unsafe { &*core.cast::<Self>() }
+    }
+
+    pub(super) fn holders(&self) -> &Gate {
         &self.holders
+    }
+
+    pub(super) fn cqes(&self) -> &Count {
+        &self.cqes
     }
 }
 
@@ -65,7 +88,8 @@ impl<C, T> CoreObject<C, T> {
         let head = pin_init!(CoreHead {
             // The core has already filled in its part: keep it as it is.
             core <- Opaque::ffi_init(|_| {}),
-            holders <- Holders::new(),
+            holders <- Gate::new(),
+            cqes: Count::closed(),
         });
         // SAFETY: per the function's contract `core` is the start of a
         // suitably sized, aligned allocation that nobody else uses yet, and
@@ -119,7 +143,8 @@ impl<C, T> CoreObject<C, T> {
         unsafe { Pin::new_unchecked(&(*this).data) }
     }
 
-    /// Waits until the object has no holder left. Sleeps.
+    /// Closes the object to new holders and waits until it has none left.
+    /// Sleeps.
     ///
     /// # Safety
     ///
@@ -127,7 +152,7 @@ impl<C, T> CoreObject<C, T> {
     /// not freed it.
     pub(super) unsafe fn wait_unheld(core: *mut C) {
         // SAFETY: per the function's contract the head is initialised.
-        unsafe { (*core.cast::<Self>()).head.holders().wait() };
+        unsafe { (*core.cast::<Self>()).head.holders().close() };
     }
 
     /// Drops the driver's part, then waits until the object has no holder

@@ -12,34 +12,107 @@ use super::{
     device::DeviceObject,
     eopnotsupp,
     event::Notifier,
+    hold::Hold,
     ids::{Key, QpNum},
     mr::{Access, MrId},
-    object::CoreObject,
+    object::{CoreHead, CoreObject},
     srq,
     verbs::Adapter,
     Verbs,
 };
-use core::{marker::PhantomData, ptr};
+use core::{marker::PhantomData, ptr, ptr::NonNull};
 use kernel::{error::from_result, ffi, prelude::*};
 
-/// Names a QP in a work completion (`ib_wc.qp`).
-///
-/// Only an identity: the driver never dereferences it. The `ib` layer has
-/// the driver purge every completion naming a QP once the QP's data and
-/// holds are gone ([`CqOps::purge`]), before the core frees the QP.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct QpId(*mut bindings::ib_qp);
-
-// SAFETY: an identity that is never dereferenced outside the `ib` layer.
-unsafe impl Send for QpId {}
-// SAFETY: as for `Send`.
-unsafe impl Sync for QpId {}
+/// The driver's handle of one of its QPs, from which it names the QP in
+/// work completions ([`QpId::name`]). It holds the QP: the QP's destroy
+/// waits until it is dropped.
+pub(crate) struct QpId {
+    hold: Hold<bindings::ib_qp>,
+}
 
 impl QpId {
-    pub(crate) const NONE: Self = Self(ptr::null_mut());
+    /// A name of the QP for one work completion.
+    ///
+    /// Once the QP's destroy has removed it from the driver
+    /// ([`QpOps::destroy`]), a completion made of it could only be one the
+    /// driver failed to purge: the name names no QP then, and the `ib`
+    /// layer never reports the completion.
+    pub(crate) fn name(&self) -> WcQp {
+        let head = self.hold.head();
+        if !head.cqes().enter() {
+            return WcQp(None);
+        }
+        // INVARIANT: counted just now, on a QP that the hold keeps.
+        WcQp(Some(self.hold.head_ptr()))
+    }
+}
 
-    pub(super) fn as_ptr(self) -> *mut bindings::ib_qp {
-        self.0
+/// Names a QP in one work completion (`ib_wc.qp`), for the time the
+/// completion is queued in the driver.
+///
+/// Each name is counted on its QP from [`QpId::name`] until the `ib` layer
+/// writes it into the consumer's `ib_wc` at poll, or it is dropped (purged,
+/// overwritten, or its CQ destroyed). `destroy_qp` has the driver purge the
+/// QP's completions and then lets the core free the QP only if none is
+/// left; if one is, it fails the destroy rather than free a QP that a
+/// later poll would hand to the consumer. So whatever the driver's safe
+/// code does with its completions, none it reports names a freed QP, and
+/// a correct purge keeps the destroy from ever failing or waiting for the
+/// consumer. It costs an uncontended atomic increment when a completion is
+/// made and a decrement when it is polled, and nothing in the ring: a name
+/// is one pointer, as before. The alternative, an `ib` layer's own ring
+/// that it purges itself, would still leave a copyable name in the hands
+/// of the driver.
+///
+/// # Invariants
+///
+/// `0` is `None`, or the head of a QP whose count of completion names
+/// counts this one.
+pub(crate) struct WcQp(Option<NonNull<CoreHead<bindings::ib_qp>>>);
+
+// SAFETY: a counted pointer to an object that the core shares between
+// threads by design; counting is atomic.
+unsafe impl Send for WcQp {}
+// SAFETY: as for `Send`; a shared name only compares the pointer.
+unsafe impl Sync for WcQp {}
+
+impl WcQp {
+    /// Names no QP: what a completion's storage holds when unused.
+    pub(crate) const NONE: Self = Self(None);
+
+    /// Whether this names `qp`.
+    pub(crate) fn is(&self, qp: QpName<'_>) -> bool {
+        self.0 == Some(qp.0)
+    }
+
+    /// The QP, for the consumer's `ib_wc`; uncounted from now on. `None`
+    /// when it names no QP.
+    pub(super) fn into_ptr(self) -> Option<*mut bindings::ib_qp> {
+        Some(self.0?.as_ptr().cast())
+    }
+}
+
+impl Drop for WcQp {
+    fn drop(&mut self) {
+        if let Some(head) = self.0 {
+            // SAFETY: by the type invariant the QP counts this name, and
+            // the core does not free it while its count is not empty.
+            unsafe { head.as_ref() }.cqes().leave();
+        }
+    }
+}
+
+/// The QP whose completions a purge removes ([`CqOps::purge`]): only to
+/// compare names with ([`WcQp::is`]), for the length of the call.
+#[derive(Clone, Copy)]
+pub(crate) struct QpName<'a>(
+    NonNull<CoreHead<bindings::ib_qp>>,
+    PhantomData<&'a CoreHead<bindings::ib_qp>>,
+);
+
+impl<'a> QpName<'a> {
+    fn new(head: &'a CoreHead<bindings::ib_qp>) -> Self {
+        Self(NonNull::from(head), PhantomData)
     }
 }
 
@@ -56,6 +129,14 @@ impl QpNotifier {
 }
 
 /// Names a protection domain; objects may be used together only within one.
+///
+/// Only an identity, never dereferenced, made only by the `ib` layer from
+/// the PD of a live QP, SRQ or MR (or a rereg's new PD). It can never be
+/// compared stale: the core counts every object on its PD (`usecnt`) and
+/// refuses to free a PD that one still uses, and the driver keeps a PD's
+/// name only in that object's data (a QP's, an SRQ's, an MR's table
+/// entry), which goes before the object does. So two names are equal
+/// exactly when they name the same live PD.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct PdId(usize);
 
@@ -199,7 +280,8 @@ pub(crate) trait QpOps: Send + Sync + Sized {
     fn query(&self, dev: &Self::Device) -> Result<QpQuery>;
     /// Removes the QP from the device: when this returns, nothing may run
     /// on it any more. Its completions are purged afterwards
-    /// ([`super::CqOps::purge`]).
+    /// ([`super::CqOps::purge`]), and a completion made of it after this
+    /// returns names no QP ([`QpId::name`]).
     fn destroy(self: Pin<&Self>, dev: &Self::Device);
     fn post_send(&self, dev: &Self::Device, wrs: &mut SendWrs<'_>) -> Result;
     fn post_recv(&self, dev: &Self::Device, wrs: &mut RecvWrs<'_>) -> Result;
@@ -207,6 +289,8 @@ pub(crate) trait QpOps: Send + Sync + Sized {
 
 /// What a consumer asked for in `create_qp`, for the length of the call.
 pub(crate) struct QpInitAttr<'a, Q: QpOps> {
+    /// The QP's handle, for the QP to keep: what its completions name it
+    /// with.
     pub(crate) id: QpId,
     pub(crate) pd: PdId,
     pub(crate) qp_type: QpType,
@@ -444,6 +528,11 @@ pub(crate) struct RecvWr<'a> {
 /// one not yet accepted (the head, then the last one yielded), which is what
 /// `bad_wr` reports when posting stops: a post refused before its first WR
 /// is read names that first WR, as the verbs contract says.
+///
+/// # Invariants
+///
+/// `next` is NULL or a WR of a list as the contract of [`WrList::new`]
+/// describes it, live for `'a`.
 pub(crate) struct WrList<'a, W> {
     next: *const W,
     current: *const W,
@@ -455,7 +544,21 @@ pub(crate) struct WrList<'a, W> {
 }
 
 impl<W> WrList<'_, W> {
-    pub(super) fn new(head: *const W, datagram: bool, user: bool) -> Self {
+    /// The list starting at `head`.
+    ///
+    /// # Safety
+    ///
+    /// `head` is NULL or the first of a NULL-terminated list of valid WRs
+    /// that lives as long as the returned list. A send WR is the first
+    /// member of the container its opcode names (`ib_rdma_wr`,
+    /// `ib_atomic_wr`, `ib_reg_wr`, the last naming a live MR or none),
+    /// and of an `ib_ud_wr` when `datagram`, whose AH, if any, is a live
+    /// AH of a device routed by [`Adapter`]. `sg_list` of each WR has
+    /// `num_sge` valid entries. (`user` is not part of the contract: the
+    /// SGEs' addresses are never trusted, only read with copies that fail
+    /// on a bad one.)
+    pub(super) unsafe fn new(head: *const W, datagram: bool, user: bool) -> Self {
+        // INVARIANT: per the function's contract.
         Self {
             next: head,
             current: head,
@@ -491,21 +594,21 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
     type Item = Result<SendWr<'a>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: the core passes a NULL-terminated list of valid WRs that
-        // lives across the post call.
+        // SAFETY: by the type invariant `next` is NULL or a valid WR, live
+        // for `'a`.
         let wr = unsafe { self.next.as_ref()? };
         self.current = self.next;
         self.next = wr.next;
         let flags = wr.send_flags;
-        // SAFETY: the core allocates the container that the opcode names
-        // (`ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr`), with the
-        // `ib_send_wr` first.
+        // SAFETY: by the type invariant (the contract of `new`) the WR is
+        // the first member of the container its opcode names.
         let (op, ex) = match unsafe { send_op(self.current) } {
             Some(Ok(op)) => op,
             Some(Err(e)) => return Some(Err(e)),
             None => return Some(Err(EINVAL)),
         };
-        // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
+        // SAFETY: by the type invariant `sg_list` has `num_sge` entries,
+        // live for `'a`.
         let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
@@ -513,8 +616,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
         // SAFETY: a plain integer union, read as `send_op` says.
         let ex_value = unsafe { wr.ex.imm_data };
         let datagram = if self.datagram {
-            // SAFETY: on a UD QP the core passes `ib_ud_wr`s, whose AH is
-            // live for the call and belongs to this device.
+            // SAFETY: by the type invariant, an `ib_ud_wr` whose AH is
+            // live and routed by `Adapter`.
             match unsafe { datagram(self.current) } {
                 Some(d) => Some(d),
                 None => return Some(Err(EINVAL)),
@@ -547,7 +650,8 @@ impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
         let wr = unsafe { self.next.as_ref()? };
         self.current = self.next;
         self.next = wr.next;
-        // SAFETY: `sg_list` has `num_sge` entries, as the core guarantees.
+        // SAFETY: by the type invariant `sg_list` has `num_sge` entries,
+        // live for `'a`.
         let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
             Ok(s) => s,
             Err(e) => return Some(Err(e)),
@@ -751,7 +855,9 @@ impl<T: Verbs> Adapter<T> {
                 // The QP's notifier holds it from now on.
                 QpObject::<T>::init_head(qp);
                 let attr = QpInitAttr {
-                    id: QpId(qp),
+                    id: QpId {
+                        hold: Hold::new(qp).ok_or(EINVAL)?,
+                    },
                     pd: PdId::new((*qp).pd),
                     qp_type,
                     cap: QpCap::from_c(&init.cap),
@@ -772,6 +878,9 @@ impl<T: Verbs> Adapter<T> {
                     QpObject::<T>::wait_unheld(qp);
                 })?;
                 let Ok(()) = QpObject::<T>::init_data(qp, data);
+                // Completions may name the QP from now on: on failure
+                // above none can, and the core frees the QP at once.
+                CoreHead::of(qp).cqes().open();
                 (*qp).qp_num = qpn.get();
                 cap.write_to(&mut init.cap);
             }
@@ -860,21 +969,37 @@ impl<T: Verbs> Adapter<T> {
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
-        // SAFETY: `qp` was initialised by `create_qp`; the core frees it
-        // after this returns, so every reference to it goes first: the
-        // driver's data and its holds (`drop_data` waits for them), then the
-        // completions naming it. Its CQs are live and ours: the core holds
-        // them until after this returns.
+        // SAFETY: `qp` was initialised by `create_qp`. The core frees it
+        // after this returns 0, so every reference to it goes first:
+        // completions naming it (purged, and their count must then be
+        // empty), the driver's data and its holds (`drop_data` waits for
+        // them). On an error the core keeps the QP and may call this again.
+        // Its CQs are live and ours: the core holds them until after this
+        // returns.
         unsafe {
-            let dev = Self::device((*qp).device);
-            QpObject::<T>::data(qp).destroy(dev);
-            QpObject::<T>::drop_data(qp);
-            // uverbs reads `wc->qp` of every completion it polls.
-            let (send_cq, recv_cq) = ((*qp).send_cq, (*qp).recv_cq);
-            cq::data_of::<T>(send_cq).purge(QpId(qp));
-            if recv_cq != send_cq {
-                cq::data_of::<T>(recv_cq).purge(QpId(qp));
+            let cqes = CoreHead::of(qp).cqes();
+            // Closed: a destroy that failed below ran the driver's already.
+            if !cqes.is_closed() {
+                let dev = Self::device((*qp).device);
+                QpObject::<T>::data(qp).destroy(dev);
+                cqes.close();
             }
+            // uverbs reads `wc->qp` of every completion it polls, kernel
+            // consumers use it too.
+            let name = QpName::new(CoreHead::of(qp));
+            let (send_cq, recv_cq) = ((*qp).send_cq, (*qp).recv_cq);
+            cq::data_of::<T>(send_cq).purge(name);
+            if recv_cq != send_cq {
+                cq::data_of::<T>(recv_cq).purge(name);
+            }
+            if !cqes.is_empty() {
+                pr_err!(
+                    "QP {:#x}: a completion survived its purge; not destroyed\n",
+                    (*qp).qp_num
+                );
+                return EBUSY.to_errno();
+            }
+            QpObject::<T>::drop_data(qp);
         }
         0
     }
@@ -897,7 +1022,13 @@ impl<T: Verbs> Adapter<T> {
                 !(*qp).uobject.is_null(),
             )
         };
-        let mut wrs = SendWrs::new(wr, datagram, user);
+        // SAFETY: the core passes a NULL-terminated list of valid WRs that
+        // lives across this call, each in the container its opcode names
+        // (`ib_ud_wr`s on a UD or GSI QP, whose AHs are live for the call
+        // and of the QP's device: uverbs looks them up in the QP's context,
+        // a kernel consumer uses its QP's device), with `num_sge` SGEs.
+        // `wrs` does not outlive the call.
+        let mut wrs = unsafe { SendWrs::new(wr, datagram, user) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);
@@ -915,7 +1046,10 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr, false, false);
+        // SAFETY: the core passes a NULL-terminated list of valid WRs with
+        // `num_sge` SGEs each, live across this call, which `wrs` does not
+        // outlive.
+        let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
             let dev = Self::device((*qp).device);

@@ -192,7 +192,10 @@ impl<T: Verbs> Adapter<T> {
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
     ) -> ffi::c_int {
-        let mut wrs = RecvWrs::new(wr, false, false);
+        // SAFETY: the core passes a NULL-terminated list of valid WRs with
+        // `num_sge` SGEs each, live across this call, which `wrs` does not
+        // outlive.
+        let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `srq` is a live SRQ of ours.
         let ret = unsafe {
             let dev = Self::device((*srq).device);

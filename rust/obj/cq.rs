@@ -24,7 +24,12 @@ pub(crate) struct RsoftCq {
 
 /// Kernel memory for `capacity` completions.
 fn storage(capacity: u32) -> Result<KVVec<Wc>> {
-    Ok(KVVec::from_elem(Wc::EMPTY, capacity as usize, GFP_KERNEL)?)
+    let capacity = capacity as usize;
+    let mut slots = KVVec::with_capacity(capacity, GFP_KERNEL)?;
+    for _ in 0..capacity {
+        slots.push(Wc::EMPTY, GFP_KERNEL)?;
+    }
+    Ok(slots)
 }
 
 /// An event a push asked for, delivered once the pusher's locks are gone.
@@ -136,8 +141,8 @@ impl RsoftCq {
     }
 
     /// Removes the completions of `qp`; returns how many.
-    pub(crate) fn purge(&self, qp: ib::QpId) -> usize {
-        self.ring.lock().retain(|wc| wc.qp != qp)
+    pub(crate) fn purge(&self, qp: ib::QpName<'_>) -> usize {
+        self.ring.lock().retain(|wc| !wc.qp.is(qp))
     }
 
     /// Reports ring depth, queued count, arming, error state and overruns.

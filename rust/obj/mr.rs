@@ -13,8 +13,7 @@
 //! it (a transfer stops at its next piece).
 
 use crate::{
-    gate::Gate,
-    ib::{Access, FastReg, IrqSpinLock, Key, Memory, MrId, PdId},
+    ib::{Access, FastReg, Gate, IrqSpinLock, Key, Memory, MrId, PdId},
     limits, new_irq_spinlock,
     table::Table,
 };

@@ -13,10 +13,9 @@
 
 use crate::{
     cq::RsoftCq,
-    gate::Gate,
     ib::{
-        Claim, CqRef, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify, QpNotifier,
-        QpNum, QpQuery, QpState, QpType, Timer,
+        Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
+        QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
     },
     new_irq_spinlock,
     psn::Psn,
@@ -254,9 +253,9 @@ impl QpShared {
         self.gate.is_closed()
     }
 
-    /// The identity CQEs name the QP by.
-    pub(crate) fn id(&self) -> QpId {
-        self.id
+    /// The QP's name for one CQE.
+    pub(crate) fn id(&self) -> WcQp {
+        self.id.name()
     }
 }
 

@@ -5,7 +5,7 @@
 use crate::{
     cq::RsoftCq,
     device::RsoftDevice,
-    ib::{self, CqArm, CqAttr, DriverAttrs, QpId, WcSink},
+    ib::{self, CqArm, CqAttr, DriverAttrs, QpName, WcSink},
     limits,
 };
 use kernel::prelude::*;
@@ -37,7 +37,7 @@ impl ib::CqOps for RsoftCq {
         self.arm(arm)
     }
 
-    fn purge(&self, qp: QpId) {
+    fn purge(&self, qp: QpName<'_>) {
         RsoftCq::purge(self, qp);
     }
 

@@ -1,18 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0
 //! Property test: the ring against a plain VecDeque model, over random
-//! sequences of push / poll(n) / arm / resize / retain.
+//! sequences of push / poll(n) / arm / resize / retain, with completions
+//! that count themselves (none copied, none leaked).
 
 use proptest::prelude::*;
 use rsoft_ring::{Arm, Overrun, Pushed, Ring, TooSmall};
-use std::collections::VecDeque;
+use std::{collections::VecDeque, rc::Rc};
 
 /// Polls into a slice, as `ib_poll_cq` does into its `ib_wc` array.
-fn poll(ring: &mut Ring<u32, Vec<u32>>, out: &mut [u32]) -> Result<usize, Overrun> {
+fn poll<T: Default>(ring: &mut Ring<T, Vec<T>>, out: &mut [T]) -> Result<usize, Overrun> {
     let mut filled = 0;
     ring.poll_each(out.len(), |v| {
-        out[filled] = *v;
+        out[filled] = v;
         filled += 1;
     })
+}
+
+/// A completion that counts itself, as the kernel's name of a QP in a
+/// completion does: the ring must move it, never copy or leak it.
+#[derive(Default)]
+struct Cqe(Option<(u32, Rc<()>)>);
+
+impl Cqe {
+    fn value(&self) -> u32 {
+        self.0.as_ref().map_or(0, |(v, _)| *v)
+    }
+}
+
+fn storage(cap: usize) -> Vec<Cqe> {
+    (0..cap).map(|_| Cqe::default()).collect()
 }
 
 #[derive(Clone, Debug)]
@@ -74,7 +90,9 @@ impl Model {
 }
 
 fn run(cap: usize, ignore_overrun: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
-    let mut ring = Ring::new(vec![0u32; cap], ignore_overrun);
+    let mut ring = Ring::new(storage(cap), ignore_overrun);
+    // Every `Cqe` alive holds one more reference to this.
+    let live = Rc::new(());
     let mut model = Model {
         queue: VecDeque::new(),
         cap,
@@ -88,7 +106,7 @@ fn run(cap: usize, ignore_overrun: bool, ops: Vec<Op>) -> Result<(), TestCaseErr
         match op {
             Op::Push { event } => {
                 next += 1;
-                let got = ring.push(next, event);
+                let got = ring.push(Cqe(Some((next, live.clone()))), event);
                 prop_assert_eq!(got, model.push(next, event));
                 if matches!(
                     got,
@@ -100,8 +118,9 @@ fn run(cap: usize, ignore_overrun: bool, ops: Vec<Op>) -> Result<(), TestCaseErr
                 }
             }
             Op::Poll(n) => {
-                let mut out = vec![0u32; n];
+                let mut out = storage(n);
                 let got = poll(&mut ring, &mut out);
+                let out: Vec<u32> = out.iter().map(Cqe::value).collect();
                 let take = n.min(model.queue.len());
                 if take == 0 && model.overrun && n > 0 && model.drained {
                     prop_assert_eq!(got, Err(Overrun));
@@ -121,7 +140,7 @@ fn run(cap: usize, ignore_overrun: bool, ops: Vec<Op>) -> Result<(), TestCaseErr
                 }
                 prop_assert_eq!(missed, !model.queue.is_empty());
             }
-            Op::Resize(new_cap) => match ring.resize(vec![0u32; new_cap]) {
+            Op::Resize(new_cap) => match ring.resize(storage(new_cap)) {
                 Ok(old) => {
                     prop_assert!(new_cap >= model.queue.len());
                     prop_assert_eq!(old.len(), model.cap);
@@ -132,18 +151,23 @@ fn run(cap: usize, ignore_overrun: bool, ops: Vec<Op>) -> Result<(), TestCaseErr
             Op::Purge(k) => {
                 let before = model.queue.len();
                 model.queue.retain(|v| v % k != 0);
-                prop_assert_eq!(ring.retain(|v| v % k != 0), before - model.queue.len());
+                prop_assert_eq!(
+                    ring.retain(|v| v.value() % k != 0),
+                    before - model.queue.len()
+                );
             }
         }
         prop_assert_eq!(ring.queued(), model.queue.len());
+        prop_assert_eq!(Rc::strong_count(&live) - 1, model.queue.len());
         prop_assert_eq!(ring.capacity(), model.cap);
         prop_assert_eq!(ring.arm_state(), model.arm);
         prop_assert_eq!(ring.is_overrun(), model.overrun);
         prop_assert!(ring.is_quiet());
     }
     // Everything still queued comes out in order.
-    let mut out = vec![0u32; ring.queued()];
+    let mut out = storage(ring.queued());
     prop_assert_eq!(poll(&mut ring, &mut out), Ok(model.queue.len()));
+    let out: Vec<u32> = out.iter().map(Cqe::value).collect();
     prop_assert_eq!(out, Vec::from(model.queue));
     Ok(())
 }
