@@ -128,10 +128,12 @@ impl Net {
     pub(crate) fn set_link(&self, up: bool, mtu: Mtu) {
         self.mtu.store(mtu.bytes(), Ordering::Relaxed);
         self.up.store(up, Ordering::Relaxed);
+        self.fabric.reroute();
     }
 
     pub(crate) fn set_gid(&self, index: u32, entry: Option<(Gid, GidType)>) -> Result {
         *self.gids.lock().get_mut(index as usize).ok_or(EINVAL)? = entry;
+        self.fabric.reroute();
         Ok(())
     }
 
