@@ -17,7 +17,7 @@ use crate::{
     srq::SrqShared,
     transport, wire,
 };
-use core::sync::atomic::Ordering;
+use core::{any::Any, sync::atomic::Ordering};
 use kernel::sync::Arc;
 
 /// WQEs a step of a QP in the error state flushes: enough to retire a
@@ -44,6 +44,10 @@ enum Next {
 impl Runner for Net {
     fn run(&self, qp: &QpUse, ctx: Ctx) {
         kick(self, qp, ctx);
+    }
+
+    fn port(&self) -> &dyn Any {
+        self
     }
 }
 
@@ -95,14 +99,7 @@ pub(crate) fn progress(net: &Net, qp: &QpUse, ctx: Ctx) {
 
 /// Runs the QP that `qp` is connected to, if any and not `qp` itself.
 pub(crate) fn kick_peer(net: &Net, qp: &QpShared, ctx: Ctx) {
-    if qp.qp_type.is_datagram() {
-        return;
-    }
-    let (av, peer) = {
-        let inner = qp.inner.lock();
-        (inner.attr.av, Qpn::of(inner.attr.dest_qpn))
-    };
-    if let Some(peer) = net.peer(&av, peer) {
+    if let Some(peer) = net.peer_of(qp) {
         if !core::ptr::eq(&*peer, qp) {
             peer.run(ctx);
         }
@@ -128,12 +125,8 @@ fn resume_senders_on(net: &Net, srq: &Arc<SrqShared>, ctx: Ctx) {
     let mut from = Qpn::from_slot(0);
     while let Some(qp) = net.next_sending(from) {
         from = Qpn::from_slot(qp.qpn.slot() + 1);
-        let (av, dest) = {
-            let inner = qp.inner.lock();
-            (inner.attr.av, Qpn::of(inner.attr.dest_qpn))
-        };
         let to_srq = net
-            .peer(&av, dest)
+            .peer_of(&qp)
             .is_some_and(|d| d.srq.as_ref().is_some_and(|s| Arc::ptr_eq(s, srq)));
         if to_srq {
             kick(net, &qp, ctx);
@@ -148,6 +141,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
         return Next::Idle;
     }
     let Scratch { send, inline, recv } = scratch;
+    let routes = net.fabric.routes();
     let head = {
         let inner = qp.inner.lock();
         match inner.state {
@@ -155,7 +149,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
                 drop(inner);
                 return more(flush(net, qp, after));
             }
-            QpState::Rts => match transport::Head::of(&inner, send, inline) {
+            QpState::Rts => match transport::Head::of(&inner, routes, send, inline) {
                 Some(head) => head,
                 None => return Next::Idle,
             },

@@ -11,6 +11,7 @@ use crate::{
     mr::Mrs,
     new_irq_spinlock,
 };
+use core::sync::atomic::{AtomicU32, Ordering};
 use kernel::{prelude::*, sync::Arc};
 
 /// A RoCE port as the fabric sees it.
@@ -30,6 +31,10 @@ pub(crate) struct Fabric<P> {
     pub(crate) atomics: IrqSpinLock<()>,
     #[pin]
     ports: IrqSpinLock<KVec<Arc<P>>>,
+    /// Bumped after every change of which port a GID leads to (a port
+    /// attached or detached, a GID or a link state changed): a route found
+    /// before is found again only while this is unchanged.
+    routes: AtomicU32,
 }
 
 impl<P: Port> Fabric<P> {
@@ -38,12 +43,25 @@ impl<P: Port> Fabric<P> {
             mrs <- Mrs::new()?,
             atomics <- new_irq_spinlock!((), "rsoft_atomics"),
             ports <- new_irq_spinlock!(KVec::new(), "rsoft_ports"),
+            routes: AtomicU32::new(0),
         }? Error))
+    }
+
+    /// The routes' generation: read before a route is looked up, so that
+    /// a change during the look-up makes what it found out of date.
+    pub(crate) fn routes(&self) -> u32 {
+        self.routes.load(Ordering::Acquire)
+    }
+
+    /// Makes every route found so far out of date; called after the change.
+    pub(crate) fn reroute(&self) {
+        self.routes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Makes `port` reachable by its GIDs until [`Self::detach`].
     pub(crate) fn attach(&self, port: Arc<P>) -> Result {
         self.ports.lock().push(port, GFP_ATOMIC)?;
+        self.reroute();
         Ok(())
     }
 
@@ -52,7 +70,9 @@ impl<P: Port> Fabric<P> {
     pub(crate) fn detach(&self, port: &P) -> Option<Arc<P>> {
         let mut ports = self.ports.lock();
         let i = ports.iter().position(|p| core::ptr::eq(&**p, port))?;
-        ib::swap_remove(&mut ports, i)
+        let port = ib::swap_remove(&mut ports, i);
+        self.reroute();
+        port
     }
 
     /// Calls `f` on every port, with no lock held. A port attached

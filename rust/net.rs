@@ -7,7 +7,8 @@
 //! copied under any of them but a UD datagram's, at most one MTU):
 //!
 //! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate (a QP's or an
-//! MR's); `qps` -> gate; `gsi` -> gate; the fabric's `ports` -> `gids`.
+//! MR's); `qps` -> gate; `gsi` -> gate; the fabric's `ports` -> `gids`;
+//! `qps`, `gsi` or a QP -> a QP's reach (see [`crate::qp::Reach`]) -> gate.
 //! `atomics` and the CQ ring take no other lock. No two QP locks are ever held at
 //! once. The `ib` layer's lock of an object's holders (`rust/ib/hold.rs`)
 //! comes last: a hold may be dropped under any of these, and that lock
@@ -72,14 +73,18 @@ impl QpSlot<'_> {
         self.qpn
     }
 
-    /// Puts `qp` in the slot: from now on it can be found by number.
+    /// Puts `qp` in the slot: from now on it can be found by number, and
+    /// a peer that found it may keep it.
     pub(crate) fn fill(mut self, qp: Arc<QpShared>) {
         if self.qpn == Qpn::GSI {
-            *self.net.gsi.lock() = Some(Some(qp));
+            *self.net.gsi.lock() = Some(Some(qp.clone()));
             self.filled = true;
         } else if let Some(entry) = self.net.qps.lock().get_mut(self.qpn.slot()) {
-            *entry = Some(qp);
+            *entry = Some(qp.clone());
             self.filled = true;
+        }
+        if self.filled {
+            qp.open_reach();
         }
     }
 }
@@ -129,10 +134,12 @@ impl Net {
     pub(crate) fn set_link(&self, up: bool, mtu: Mtu) {
         self.mtu.store(mtu.bytes(), Ordering::Relaxed);
         self.up.store(up, Ordering::Relaxed);
+        self.fabric.reroute();
     }
 
     pub(crate) fn set_gid(&self, index: u32, entry: Option<(Gid, GidType)>) -> Result {
         *self.gids.lock().get_mut(index as usize).ok_or(EINVAL)? = entry;
+        self.fabric.reroute();
         Ok(())
     }
 
@@ -159,12 +166,25 @@ impl Net {
         })
     }
 
-    /// Removes QP `qpn` from the table: it can no longer be found.
+    /// Removes QP `qpn` from the table: it can no longer be found, nor
+    /// reached by a peer that kept it. Both happen under the table's lock,
+    /// so no peer reaches it once a look-up no longer finds it (or finds a
+    /// new QP of the number).
     pub(crate) fn remove_qp(&self, qpn: Qpn) -> Option<Arc<QpShared>> {
-        if qpn == Qpn::GSI {
-            return self.gsi.lock().take().flatten();
-        }
-        self.qps.lock().remove(qpn.slot()).flatten()
+        let close = |qp: Option<Arc<QpShared>>| {
+            let held = qp.as_ref().and_then(|qp| qp.close_reach());
+            (qp, held)
+        };
+        let (qp, held) = if qpn == Qpn::GSI {
+            let mut gsi = self.gsi.lock();
+            close(gsi.take().flatten())
+        } else {
+            let mut qps = self.qps.lock();
+            close(qps.remove(qpn.slot()).flatten())
+        };
+        // Dropped outside the lock.
+        drop(held);
+        qp
     }
 
     /// Enters QP `qpn`, if it exists and is not being destroyed.
@@ -196,6 +216,48 @@ impl Net {
     /// Enters QP `qpn` of the port that `av` names, as seen from this port.
     pub(crate) fn peer(&self, av: &Address, qpn: Qpn) -> Option<QpUse> {
         self.with_port(av, |port| port.qp(qpn)).flatten()
+    }
+
+    /// Enters the peer of connected QP `qp` of this port: the one it keeps
+    /// while nothing changed, else the one a look-up finds.
+    pub(crate) fn peer_of(&self, qp: &QpShared) -> Option<QpUse> {
+        if qp.qp_type.is_datagram() {
+            return None;
+        }
+        let routes = self.fabric.routes();
+        let (av, dest, epoch) = {
+            let inner = qp.inner.lock();
+            if let Some(peer) = inner.kept_peer(routes) {
+                return Some(peer);
+            }
+            let a = &inner.attr;
+            (a.av, Qpn::of(a.dest_qpn), inner.path_epoch())
+        };
+        self.find_peer(qp, &av, dest, epoch)
+    }
+
+    /// Looks up QP `dest` of the port that `av` names, the peer of
+    /// connected QP `qp` of this port along its path of `epoch` (see
+    /// [`crate::qp::QpInner::path_epoch`]), and has `qp` keep what it
+    /// finds.
+    pub(crate) fn find_peer(
+        &self,
+        qp: &QpShared,
+        av: &Address,
+        dest: Qpn,
+        epoch: u32,
+    ) -> Option<QpUse> {
+        // Read first: a route that changes during the look-up makes what
+        // it found out of date.
+        let routes = self.fabric.routes();
+        let peer = self.peer(av, dest)?;
+        qp.inner.lock().keep_peer(&peer, epoch, routes);
+        Some(peer)
+    }
+
+    /// The port QP `qp` is on.
+    pub(crate) fn of_qp(qp: &QpUse) -> Option<&Net> {
+        qp.port().downcast_ref()
     }
 
     /// The first QP from number `from` on that has sends queued.

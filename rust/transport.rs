@@ -24,19 +24,29 @@ use crate::{
     copy::{Pace, SgeCopy},
     ib::Address,
     net::Net,
+    qp::QpUse,
     scratch::Buf,
 };
 
+/// Where a request goes.
+pub(crate) enum Dest<'a> {
+    /// The peer of a connected QP, on a port of this host: the QP keeps it
+    /// (see [`crate::qp::Reach`]), so it is reached with no look-up.
+    Peer(&'a QpUse),
+    /// The port an address names: the wire finds the QP there.
+    Address(&'a Address),
+}
+
 /// What carries requests of a port's QPs (see [`crate::wire`]).
 pub(crate) trait Wire: Sync {
-    /// Carries `req` from `from` to the port `to` names and returns the
-    /// responder's answer, or `None` when none comes: the request was lost
-    /// or dropped. A receive the responder takes is copied into `room`;
-    /// what it completes goes into `after`.
+    /// Carries `req` from `from` to `to` and returns the responder's
+    /// answer, or `None` when none comes: the request was lost or dropped.
+    /// A receive the responder takes is copied into `room`; what it
+    /// completes goes into `after`.
     fn carry(
         &self,
         from: &Net,
-        to: &Address,
+        to: Dest<'_>,
         req: &Request<'_>,
         room: &mut Buf<SgeCopy>,
         pace: &Pace<'_>,

@@ -808,4 +808,59 @@ TEST_F(qp, uc_refuses_send_with_inv)
 	EXPECT_EQ(0, ibv_destroy_qp(a));
 }
 
+/*
+ * A's peer is destroyed and a new QP gets its number: a, not modified,
+ * sends to the new QP, as a look-up by number finds it, and nothing a
+ * kept of the old peer holds its CQ (whose destroy would wait for ever).
+ */
+TEST_F(qp, peer_replaced_by_qp_of_same_number)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_cq *cq = ibv_create_cq(lb->ctx, 4, NULL, NULL, 0);
+	struct rc_path path = {
+		.av = { .dlid = 1, .port_num = 1 }, .mtu = IBV_MTU_4096,
+		.access = IBV_ACCESS_LOCAL_WRITE, .rnr_retry = 7,
+		.timeout = 14, .retry_cnt = 7,
+	};
+	struct ibv_qp *p, *q;
+	struct ibv_wc wc;
+	uint32_t qpn;
+
+	ASSERT_NE(NULL, cq);
+	p = rsoft_rc_qp(lb, cq, cq, 4);
+	ASSERT_NE(NULL, p);
+	qpn = p->qp_num;
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect(lb->a, 1, qpn));
+	ASSERT_EQ(0, rsoft_connect(p, 1, lb->a->qp_num));
+	ASSERT_EQ(0, post_recv(lb, p, 1, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 2, 0, 64));
+	ASSERT_EQ(1, poll_wait(cq, &wc, 30));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 30));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(0, ibv_destroy_qp(p));
+	ASSERT_EQ(0, ibv_destroy_cq(cq));
+	q = rsoft_rc_qp(lb, lb->rcq, lb->rcq, 4);
+	ASSERT_NE(NULL, q);
+	if (q->qp_num != qpn) {
+		ibv_destroy_qp(q);
+		SKIP(return, "QPN %u not reused", qpn);
+	}
+	/* a sent one message: the next has PSN 1. */
+	path.dest_qpn = lb->a->qp_num;
+	path.rq_psn = 1;
+	ASSERT_EQ(0, rc_connect(q, &path));
+	ASSERT_EQ(0, post_recv(lb, q, 3, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 64));
+	ASSERT_EQ(1, poll_wait(lb->rcq, &wc, 30));
+	EXPECT_EQ(3, wc.wr_id);
+	EXPECT_EQ(q->qp_num, wc.qp_num);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 30));
+	EXPECT_EQ(4, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, ibv_destroy_qp(q));
+}
+
 TEST_HARNESS_MAIN

@@ -10,6 +10,11 @@
 //! still work on it: every user is a [`QpUse`], and `destroy_qp` closes the
 //! gate and waits for the last one, so that no completion naming the QP is
 //! made after the `ib` layer purges them.
+//!
+//! A connected QP keeps the [`Reach`] of the peer it sends to ([`Peer`]),
+//! so that a message finds its responder without a table lookup; the
+//! peer's destroy empties that slot, so what a QP keeps never holds a
+//! destroyed peer or its CQs.
 
 use crate::{
     cq::RsoftCq,
@@ -24,7 +29,7 @@ use crate::{
     srq::SrqShared,
     wq::WorkQueue,
 };
-use core::{ops::Deref, sync::atomic::AtomicBool};
+use core::{any::Any, ops::Deref, sync::atomic::AtomicBool};
 use kernel::{
     prelude::*,
     sync::Arc,
@@ -85,6 +90,37 @@ pub(crate) struct QpInner {
     pub(crate) resp_psn: Psn,
     /// The responder's last atomic and its result, for a duplicate.
     pub(crate) last_atomic: Option<(Psn, u64)>,
+    /// The peer a connected QP sends to, as last found.
+    peer: Option<Peer>,
+    /// Bumped by every modify: a peer found for the path before is not
+    /// kept.
+    path_epoch: u32,
+}
+
+/// How the QPs connected to a QP reach it without a table lookup: the QP
+/// while its port's table holds it, nothing once it left the table. A peer
+/// keeps this slot, not the QP.
+#[pin_data]
+pub(crate) struct Reach {
+    #[pin]
+    qp: IrqSpinLock<Option<Arc<QpShared>>>,
+}
+
+impl Reach {
+    /// Enters the QP, unless it left its table or is being destroyed.
+    fn enter(&self) -> Option<QpUse> {
+        self.qp.lock().as_ref()?.enter()
+    }
+}
+
+/// A connected QP's peer as last found in its port's table: good while the
+/// QP's path and the fabric's routes stay as they were then. If the peer is
+/// destroyed, its [`Reach`] is empty; a QP that reuses the number has its
+/// own.
+struct Peer {
+    reach: Arc<Reach>,
+    /// The fabric's routes' generation ([`crate::fabric::Fabric::routes`]).
+    routes: u32,
 }
 
 /// A queue pair.
@@ -100,6 +136,8 @@ pub(crate) struct QpShared {
     pub(crate) sq_sig_all: bool,
     /// Posts come from a system call: running the QP may sleep.
     pub(crate) user: bool,
+    /// Emptied when the QP leaves its port's table.
+    reach: Arc<Reach>,
     send_cq: CqRef<RsoftCq>,
     recv_cq: CqRef<RsoftCq>,
     /// The SRQ the QP takes its receives from.
@@ -157,6 +195,10 @@ impl Ctx {
 /// Runs a QP's queues (the engine, on the QP's device's net).
 pub(crate) trait Runner: Send + Sync {
     fn run(&self, qp: &QpUse, ctx: Ctx);
+
+    /// The port itself (a [`crate::net::Net`]), for the wire that delivers
+    /// to its QPs.
+    fn port(&self) -> &dyn Any;
 }
 
 impl_has_work! {
@@ -204,7 +246,15 @@ impl QpShared {
             req_psn: Psn::default(),
             resp_psn: Psn::default(),
             last_atomic: None,
+            peer: None,
+            path_epoch: 0,
         };
+        let reach = Arc::pin_init(
+            pin_init!(Reach {
+                qp <- new_irq_spinlock!(None, "rsoft_reach"),
+            }),
+            GFP_KERNEL,
+        )?;
         let srq = attr.srq.map(|srq| srq.shared.clone());
         let scratch = Scratch::new(cap.max_send_sge, cap.max_inline_data)?;
         Arc::pin_init(
@@ -217,6 +267,7 @@ impl QpShared {
                 cap,
                 sq_sig_all: attr.sq_sig_all,
                 user: attr.user,
+                reach,
                 send_cq: attr.send_cq,
                 recv_cq: attr.recv_cq,
                 srq,
@@ -248,6 +299,18 @@ impl QpShared {
         crate::ib::flush_work(&self.work);
     }
 
+    /// Makes the QP reachable by its peers: its port's table now holds it.
+    pub(crate) fn open_reach(self: &Arc<Self>) {
+        *self.reach.qp.lock() = Some(self.clone());
+    }
+
+    /// Makes the QP unreachable by its peers, when it leaves its port's
+    /// table; returns what the slot held, for the caller to drop outside
+    /// any lock.
+    pub(crate) fn close_reach(&self) -> Option<Arc<Self>> {
+        self.reach.qp.lock().take()
+    }
+
     /// Whether the QP is being destroyed: a long transfer should stop.
     pub(crate) fn is_closing(&self) -> bool {
         self.gate.is_closed()
@@ -260,9 +323,40 @@ impl QpShared {
 }
 
 impl QpInner {
+    /// The epoch of the QP's path, for [`Self::keep_peer`].
+    pub(crate) fn path_epoch(&self) -> u32 {
+        self.path_epoch
+    }
+
+    /// Enters the peer the QP keeps, if the fabric's routes are still
+    /// `routes` and the peer is still in its table and not being destroyed.
+    pub(crate) fn kept_peer(&self, routes: u32) -> Option<QpUse> {
+        self.peer
+            .as_ref()
+            .filter(|p| p.routes == routes)?
+            .reach
+            .enter()
+    }
+
+    /// Keeps `peer`, found for the path of `epoch` with the routes at
+    /// `routes`, unless a modify came since.
+    pub(crate) fn keep_peer(&mut self, peer: &QpShared, epoch: u32, routes: u32) {
+        if self.path_epoch == epoch {
+            // An `Arc<Reach>` dropped here is never the last one of a
+            // slot that still holds a QP: that QP holds the slot too.
+            self.peer = Some(Peer {
+                reach: peer.reach.clone(),
+                routes,
+            });
+        }
+    }
+
     /// Applies a validated modify, except a move to ERR (see
     /// [`QpUse::enter_error`]).
     pub(crate) fn apply(&mut self, m: &QpModify) {
+        // Any modify may change where the QP sends: find the peer again.
+        self.peer = None;
+        self.path_epoch = self.path_epoch.wrapping_add(1);
         fn set<V: Copy>(dst: &mut V, v: Option<V>) {
             if let Some(v) = v {
                 *dst = v;
@@ -342,6 +436,11 @@ impl QpUse {
 
     pub(crate) fn arc(&self) -> &Arc<QpShared> {
         &self.0
+    }
+
+    /// The port the QP is on (see [`Runner::port`]).
+    pub(crate) fn port(&self) -> &dyn Any {
+        self.0.runner.port()
     }
 
     /// Runs the QP on its own device's net, which need not be the

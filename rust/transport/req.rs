@@ -9,7 +9,7 @@
 use super::{
     comp,
     packet::{Opcode, Request, Source},
-    rules, Wire,
+    rules, Dest, Wire,
 };
 use crate::{
     complete::After,
@@ -44,14 +44,20 @@ pub(crate) struct Head<'s> {
     qkey: u32,
     /// A connected QP's destination.
     path: (Address, Qpn),
+    /// The epoch of `path` (see [`QpInner::path_epoch`]).
+    path_epoch: u32,
+    /// A connected QP's peer, if it keeps one that is still good.
+    peer: Option<QpUse>,
 }
 
 impl<'s> Head<'s> {
     /// The head send WQE of the QP whose lock `inner` is, if any, its
     /// SGEs copied into `send` or its inline data into `inline` (the
-    /// runner's [`Scratch`](crate::scratch::Scratch)).
+    /// runner's [`Scratch`](crate::scratch::Scratch)), with the peer the
+    /// QP keeps if the fabric's routes are still `routes`.
     pub(crate) fn of(
         inner: &QpInner,
+        routes: u32,
         send: &'s mut Buf<SgeCopy>,
         inline: &'s mut Buf<u8>,
     ) -> Option<Self> {
@@ -73,6 +79,8 @@ impl<'s> Head<'s> {
             },
             qkey: a.qkey,
             path: (a.av, Qpn::of(a.dest_qpn)),
+            path_epoch: inner.path_epoch(),
+            peer: inner.kept_peer(routes),
         })
     }
 
@@ -158,6 +166,16 @@ pub(crate) fn send(
         None if qp.qp_type.is_datagram() => return fail(WcStatus::LocalProtection, after),
         None => (head.path.0, head.path.1, None),
     };
+    // A connected QP looks its peer up once and keeps it.
+    let found;
+    let target = match (&datagram, &head.peer) {
+        (Some(_), _) => Dest::Address(&to),
+        (None, Some(peer)) => Dest::Peer(peer),
+        (None, None) => {
+            found = net.find_peer(qp, &to, dest, head.path_epoch);
+            found.as_ref().map_or(Dest::Address(&to), Dest::Peer)
+        }
+    };
     let req = Request {
         psn: head.psn,
         opcode,
@@ -176,7 +194,7 @@ pub(crate) fn send(
         len,
         data: head.data,
     };
-    let response = wire.carry(net, &to, &req, room, pace, after);
+    let response = wire.carry(net, target, &req, room, pace, after);
     comp::answer(net, qp, head, len, response, pace, after)
 }
 

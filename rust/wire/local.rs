@@ -8,10 +8,10 @@
 use crate::{
     complete::After,
     copy::{Pace, SgeCopy},
-    ib::Address,
     net::Net,
+    qp::QpUse,
     scratch::Buf,
-    transport::{self, Request, Response, Wire},
+    transport::{self, Dest, Request, Response, Wire},
 };
 
 /// Delivery to the QPs of local rsoft ports.
@@ -21,22 +21,37 @@ impl Wire for Local {
     fn carry(
         &self,
         from: &Net,
-        to: &Address,
+        to: Dest<'_>,
         req: &Request<'_>,
         room: &mut Buf<SgeCopy>,
         pace: &Pace<'_>,
         after: &mut After,
     ) -> Option<Response> {
-        from.with_port(to, |port| {
-            let dest = port.qp(req.dest)?;
-            // A long copy stops when either end is being destroyed.
-            let stop = || (pace.stop)() || dest.is_closing();
-            let pace = Pace {
-                may_sleep: pace.may_sleep,
-                stop: &stop,
-            };
-            transport::receive(port, &dest, req, room, &pace, after)
-        })
-        .flatten()
+        match to {
+            Dest::Peer(dest) => deliver(Net::of_qp(dest)?, dest, req, room, pace, after),
+            Dest::Address(av) => from
+                .with_port(av, |port| {
+                    deliver(port, &port.qp(req.dest)?, req, room, pace, after)
+                })
+                .flatten(),
+        }
     }
+}
+
+/// Hands `req` to its responder `dest`, a QP of `port`.
+fn deliver(
+    port: &Net,
+    dest: &QpUse,
+    req: &Request<'_>,
+    room: &mut Buf<SgeCopy>,
+    pace: &Pace<'_>,
+    after: &mut After,
+) -> Option<Response> {
+    // A long copy stops when either end is being destroyed.
+    let stop = || (pace.stop)() || dest.is_closing();
+    let pace = Pace {
+        may_sleep: pace.may_sleep,
+        stop: &stop,
+    };
+    transport::receive(port, dest, req, room, &pace, after)
 }
