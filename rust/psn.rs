@@ -39,3 +39,9 @@ impl Psn {
         }
     }
 }
+
+impl From<Psn> for u32 {
+    fn from(psn: Psn) -> u32 {
+        psn.0
+    }
+}

@@ -144,6 +144,36 @@ TEST_F(qp, query_reports_attributes)
 	EXPECT_EQ(0, init.cap.max_inline_data);
 }
 
+/*
+ * sq_psn and rq_psn read back where the requester and the responder have
+ * got to, as rxe reports them: a request waiting for a receive has not
+ * moved them yet; once taken, with the one after it, both moved by two.
+ */
+TEST_F(qp, query_reports_live_psns)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a, b;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, ibv_query_qp(lb->a, &a, IBV_QP_SQ_PSN, &init));
+	ASSERT_EQ(0, ibv_query_qp(lb->b, &b, IBV_QP_RQ_PSN, &init));
+	ASSERT_EQ(a.sq_psn, b.rq_psn);
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	ASSERT_EQ(0, ibv_query_qp(lb->a, &a, IBV_QP_SQ_PSN, &init));
+	EXPECT_EQ(b.rq_psn, a.sq_psn);			/* waiting */
+	ASSERT_EQ(0, post_recv(lb, lb->b, 2, 4096, 64));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 8));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 10));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 10));
+	EXPECT_EQ(4, wc.wr_id);
+	ASSERT_EQ(0, ibv_query_qp(lb->a, &a, IBV_QP_SQ_PSN, &init));
+	EXPECT_EQ((b.rq_psn + 2) & 0xffffff, a.sq_psn);
+	ASSERT_EQ(0, ibv_query_qp(lb->b, &b, IBV_QP_RQ_PSN, &init));
+	EXPECT_EQ(a.sq_psn, b.rq_psn);
+}
+
 /* ib_modify_qp_is_ok() decides: RESET -> RTS and RTR without AV fail. */
 TEST_F(qp, invalid_transitions)
 {

@@ -84,9 +84,9 @@ pub(crate) struct QpInner {
     pub(crate) sq_epoch: u32,
     /// What the head send WQE has spent of its retries.
     pub(crate) retries: Retries,
-    /// The requester's next PSN (`sq_psn` when set).
+    /// The requester's next PSN: `sq_psn`, as set and as queried.
     pub(crate) req_psn: Psn,
-    /// The PSN the responder expects (`rq_psn` when set).
+    /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
     /// The responder's last atomic and its result, for a duplicate.
     pub(crate) last_atomic: Option<(Psn, u64)>,
@@ -367,8 +367,6 @@ impl QpInner {
         set(&mut a.path_mtu, m.path_mtu.map(Some));
         set(&mut a.av, m.av);
         set(&mut a.dest_qpn, m.dest_qpn);
-        set(&mut a.rq_psn, m.rq_psn);
-        set(&mut a.sq_psn, m.sq_psn);
         set(&mut a.timeout, m.timeout);
         set(&mut a.retry_cnt, m.retry_cnt);
         set(&mut a.rnr_retry, m.rnr_retry);
@@ -426,10 +424,14 @@ impl QpUse {
     /// What `query_qp` reports.
     pub(crate) fn query(&self) -> QpQuery {
         let inner = self.0.inner.lock();
+        // The PSNs as they are now, as rxe reports them: where the
+        // requester and the responder have got to.
         QpQuery {
             state: Some(inner.state),
             cap: self.0.cap,
             sq_sig_all: self.0.sq_sig_all,
+            sq_psn: inner.req_psn.into(),
+            rq_psn: inner.resp_psn.into(),
             ..inner.attr
         }
     }

@@ -429,12 +429,51 @@ static int check_post(struct lane *l, const char *what, int ret, int bad_at,
 static int quiesce(struct lane *l, struct rng *r);
 static int check_events(struct lane *l);
 
+/* The PSN of the next request @qp sends, as ibv_query_qp reads it now. */
+static int sq_psn(struct ibv_qp *qp, uint32_t *psn)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr attr;
+
+	if (ibv_query_qp(qp, &attr, IBV_QP_SQ_PSN, &init))
+		return -1;
+	*psn = attr.sq_psn;
+	return 0;
+}
+
+/*
+ * An RC sender the model has run may not have run in the driver yet: a
+ * post or a receive that lets it go on runs it in the system call only if
+ * no other context (its RNR timer's worker) holds its runner, else that
+ * context does, a little later. Its sq_psn says how far it has got.
+ */
+static int caught_up(struct lane *l, struct sender *s, double end)
+{
+	uint32_t psn;
+
+	for (;;) {
+		if (sq_psn(s->qp, &psn)) {
+			violation("lane %d: query_qp failed", l->id);
+			return -1;
+		}
+		if (psn == (s->retired & 0xffffff))
+			return 0;
+		if (mono_now() > end) {
+			violation("lane %d: %c at PSN %u 20 s after the model retired %u requests",
+				  l->id, s == l->s ? 'a' : 'd', psn, s->retired);
+			return -1;
+		}
+		usleep(100);
+	}
+}
+
 /*
  * The model may put a in ERR before the driver does: an RC request to an
  * errored b fails when a's retries run out, some time after the op that
  * decided it. Until then a's own ERR would flush the request, a dead key
  * fail it, and its completion and CQ_ERR are not there yet: ops that would
- * see the difference wait for a to get there first.
+ * see the difference wait for a to get there first, or, when the model
+ * has a in RTS, for a to have retired what the model did.
  */
 static int settle(struct lane *l)
 {
@@ -443,6 +482,9 @@ static int settle(struct lane *l)
 	for (int i = 0; i < 2; i++) {
 		struct sender *s = &l->s[i];
 
+		if (!s->err && s->qp && l->type == IBV_QPT_RC &&
+		    caught_up(l, s, end))
+			return -1;
 		if (!s->err || s->settled)
 			continue;
 		while (qp_state(s->qp) != IBV_QPS_ERR) {

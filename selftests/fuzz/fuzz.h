@@ -94,6 +94,7 @@ struct sender {
 	int head, len;
 	int err;			/* the model's QP state */
 	int settled;			/* found in ERR since err */
+	uint32_t retired;		/* RC: executed, as sq_psn counts */
 	struct fifo e;			/* its expected completions */
 };
 

@@ -89,6 +89,7 @@ int lane_connect(struct lane *l)
 	for (int i = 0; i < 2; i++) {
 		l->s[i].err = 0;
 		l->s[i].settled = 0;
+		l->s[i].retired = 0;	/* sq_psn 0 */
 	}
 	l->b_err = 0;
 	l->c_err = 0;

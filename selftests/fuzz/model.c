@@ -449,6 +449,7 @@ static int run_one(struct lane *l, int s, const struct mwr *w)
 		expect(l, &e);
 	}
 sent:
+	l->s[s].retired++;
 	if (w->signaled)
 		expect_send(l, s, w, IBV_WC_SUCCESS, send_opcode(w->op));
 	return 1;
