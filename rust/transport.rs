@@ -9,13 +9,15 @@
 //! UC and UD expect no answer.
 
 mod comp;
+mod head;
 mod packet;
 mod req;
 mod resp;
 mod rules;
 
+pub(crate) use head::Head;
 pub(crate) use packet::{Request, Response};
-pub(crate) use req::{retries_exceeded, send, Head};
+pub(crate) use req::{retries_exceeded, send};
 pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};
 

@@ -6,8 +6,8 @@
 //! comes to.
 
 use super::{
+    head::Head,
     packet::{Nak, Response},
-    req::Head,
     rules,
 };
 use crate::{

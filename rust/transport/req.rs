@@ -8,6 +8,7 @@
 
 use super::{
     comp,
+    head::Head,
     packet::{Opcode, Request, Source},
     rules, Dest, Wire,
 };
@@ -15,101 +16,15 @@ use crate::{
     complete::After,
     copy::{BadSge, Pace, SgeCopy},
     fastreg,
-    ib::{Access, Address, QpType, SendOp, WcStatus},
+    ib::{Access, QpType, SendOp, WcStatus},
     limits,
     net::Net,
-    payload::Payload,
-    psn::Psn,
-    qp::{QpInner, QpUse, Qpn},
-    retry::Budget,
+    qp::{QpUse, Qpn},
     scratch::Buf,
-    wq::Wqe,
 };
 
 /// A `remote_qkey` with this bit set means "use the sending QP's Q_Key".
 const QKEY_FROM_QP: u32 = 1 << 31;
-
-/// The head send WQE of a QP and what executing it needs of the QP,
-/// copied out under the QP's lock; its SGEs or inline data into the
-/// runner's [`Scratch`](crate::scratch::Scratch).
-pub(crate) struct Head<'s> {
-    wqe: Wqe,
-    data: Payload<'s>,
-    /// The send queue's epoch when copied (see [`QpInner::sq_epoch`]).
-    epoch: u32,
-    /// The PSN its request carries.
-    psn: Psn,
-    budget: Budget,
-    /// The QP's own Q_Key, for a datagram that asks for it.
-    qkey: u32,
-    /// A connected QP's destination.
-    path: (Address, Qpn),
-    /// The epoch of `path` (see [`QpInner::path_epoch`]).
-    path_epoch: u32,
-    /// A connected QP's peer, if it keeps one that is still good.
-    peer: Option<QpUse>,
-}
-
-impl<'s> Head<'s> {
-    /// The head send WQE of the QP whose lock `inner` is, if any, its
-    /// SGEs copied into `send` or its inline data into `inline` (the
-    /// runner's [`Scratch`](crate::scratch::Scratch)), with the peer the
-    /// QP keeps if the fabric's routes are still `routes`.
-    pub(crate) fn of(
-        inner: &QpInner,
-        routes: u32,
-        send: &'s mut Buf<SgeCopy>,
-        inline: &'s mut Buf<u8>,
-    ) -> Option<Self> {
-        let (wqe, sges) = inner.sq.front()?;
-        let data = match inner.sq.front_inline() {
-            Some(bytes) => Payload::Inline(inline.fill(bytes)?),
-            None => Payload::Sges(send.fill(sges)?),
-        };
-        let a = &inner.attr;
-        Some(Self {
-            wqe: *wqe,
-            data,
-            epoch: inner.sq_epoch,
-            psn: inner.req_psn,
-            budget: Budget {
-                rnr_retry: a.rnr_retry,
-                retry_cnt: a.retry_cnt,
-                timeout: a.timeout,
-            },
-            qkey: a.qkey,
-            path: (a.av, Qpn::of(a.dest_qpn)),
-            path_epoch: inner.path_epoch(),
-            peer: inner.kept_peer(routes),
-        })
-    }
-
-    /// What executing it copies.
-    pub(crate) fn bytes(&self) -> u64 {
-        self.data.len()
-    }
-
-    /// Its local buffers: where a READ or an atomic puts its result.
-    pub(crate) fn sges(&self) -> &'s [SgeCopy] {
-        self.data.sges()
-    }
-
-    /// The PSN of its request; `None` for a local operation.
-    pub(crate) fn psn(&self) -> Option<Psn> {
-        Opcode::of(&self.wqe).map(|_| self.psn)
-    }
-
-    /// How often it may be retried, and after how long.
-    pub(crate) fn budget(&self) -> &Budget {
-        &self.budget
-    }
-
-    /// Whether it is still on the queue whose lock `inner` is: a RESET
-    /// since it was copied discarded it.
-    pub(crate) fn is_queued(&self, inner: &QpInner) -> bool {
-        inner.sq_epoch == self.epoch
-    }
-}
 
 /// Executes or fails the head send WQE of `qp` (copied as `head`); its
 /// responder copies the receive it takes into `room`. Returns whether
