@@ -83,7 +83,8 @@ impl ib::QpOps for Qp {
     fn post_send(&self, dev: &RsoftDevice, wrs: &mut SendWrs<'_>) -> Result {
         let qp = self.shared.enter().ok_or(EINVAL)?;
         let posted = (|| {
-            let mut data = [0u8; limits::MAX_INLINE_DATA as usize];
+            // Zeroed only for an inline WR: most WRs have none.
+            let mut data: [u8; limits::MAX_INLINE_DATA as usize];
             for wr in wrs {
                 let wr = wr?;
                 if !transport::may_post(qp.qp_type, &wr) {
@@ -95,6 +96,7 @@ impl ib::QpOps for Qp {
                     if !matches!(wr.op, SendOp::Send | SendOp::RdmaWrite(_)) {
                         return Err(EINVAL);
                     }
+                    data = [0; limits::MAX_INLINE_DATA as usize];
                     let room = data.get_mut(..qp.cap.max_inline_data as usize);
                     let len = wr.read_inline(room.ok_or(EINVAL)?)?;
                     Some(&data[..len])
