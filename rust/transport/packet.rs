@@ -8,7 +8,7 @@
 use crate::{
     copy::SgeCopy,
     counters::Counter,
-    ib::{Datagram, Gid, Key, QpType, SendOp},
+    ib::{Datagram, Gid, Key, SendOp},
     net::Link,
     payload::Payload,
     psn::Psn,
@@ -46,16 +46,11 @@ impl Opcode {
         })
     }
 
-    /// The BTH opcode of a one-packet request of this operation on `qp_type`
-    /// (IBA 9.2: the transport in the top three bits, the operation below);
-    /// whether the type has such a request at all is for its rules.
-    pub(crate) fn bth(self, qp_type: QpType) -> u8 {
-        let transport = match qp_type {
-            QpType::Rc => 0x00,
-            QpType::Uc => 0x20,
-            QpType::Ud | QpType::Gsi => 0x60,
-        };
-        let op = match self {
+    /// The operation bits of the BTH opcode of a one-packet request of this
+    /// operation (IBA 9.2); the QP type's rules add the transport above them
+    /// ([`super::rules::bth`]).
+    pub(crate) fn operation(self) -> u8 {
+        match self {
             Self::Send => 0x04,
             Self::SendImm => 0x05,
             Self::Write => 0x0a,
@@ -64,8 +59,7 @@ impl Opcode {
             Self::CompareSwap => 0x13,
             Self::FetchAdd => 0x14,
             Self::SendInv => 0x17,
-        };
-        transport | op
+        }
     }
 
     /// The port counter of an executed request of this operation.

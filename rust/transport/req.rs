@@ -16,7 +16,7 @@ use crate::{
     complete::After,
     copy::{BadSge, Pace, SgeCopy},
     fastreg,
-    ib::{Access, QpType, SendOp, WcStatus},
+    ib::{Access, SendOp, WcStatus},
     limits,
     net::Net,
     qp::{QpUse, Qpn},
@@ -49,7 +49,7 @@ pub(crate) fn send(
     if !rules::carries(qp.qp_type, opcode) {
         return fail(WcStatus::LocalQpOperation, after);
     }
-    let bth = opcode.bth(qp.qp_type);
+    let bth = rules::bth(qp.qp_type, opcode);
     // Reads and atomics write their result into the local SGEs.
     let need = match opcode {
         Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd => Access::LOCAL_WRITE,
@@ -60,9 +60,9 @@ pub(crate) fn send(
         Ok(len) => len,
     };
     // A datagram is at most the port's MTU; an atomic is 8 bytes.
-    let max = match (qp.qp_type, opcode) {
-        (QpType::Ud | QpType::Gsi, _) => net.mtu(),
-        (_, Opcode::CompareSwap | Opcode::FetchAdd) if len != 8 => 0,
+    let max = match opcode {
+        _ if qp.qp_type.is_datagram() => net.mtu(),
+        Opcode::CompareSwap | Opcode::FetchAdd if len != 8 => 0,
         _ => limits::MAX_MSG_SIZE,
     };
     let len = match u32::try_from(len) {

@@ -300,7 +300,7 @@ fn is_from_peer(d: &QpInner, req: &Request<'_>) -> bool {
 
 /// Whether `req` is a request of `dest`'s transport that it can take.
 fn carries(dest: &QpShared, req: &Request<'_>) -> bool {
-    rules::carries(dest.qp_type, req.opcode) && req.opcode.bth(dest.qp_type) == req.bth
+    rules::carries(dest.qp_type, req.opcode) && rules::bth(dest.qp_type, req.opcode) == req.bth
 }
 
 /// The answer to a SEND, WRITE or atomic executed before (IBA 9.7.5.1.2):

@@ -22,42 +22,42 @@ use kernel::prelude::*;
 
 /// What a QP type carries.
 struct Service {
+    /// The transport bits of its BTH opcodes (IBA 9.2, the top three).
+    transport: u8,
     /// RDMA WRITE, with or without immediate.
     write: bool,
     /// RDMA READ and atomics: the responder keeps resources for them.
     read_atomic: bool,
     /// Fast registration, local invalidation and SEND_WITH_INV.
     memory: bool,
-    /// Each send names its destination (an address handle).
-    datagram: bool,
     /// The responder answers every request, and the requester tries again
     /// until it does: reliable.
     acknowledged: bool,
 }
 
 const RC: Service = Service {
+    transport: 0x00,
     write: true,
     read_atomic: true,
     memory: true,
-    datagram: false,
     acknowledged: true,
 };
 
 /// No responder resources, no acknowledgements: nothing comes back.
 const UC: Service = Service {
+    transport: 0x20,
     write: true,
     read_atomic: false,
     memory: false,
-    datagram: false,
     acknowledged: false,
 };
 
 /// UD and GSI: datagrams, each to an address.
 const UD: Service = Service {
+    transport: 0x60,
     write: false,
     read_atomic: false,
     memory: false,
-    datagram: true,
     acknowledged: false,
 };
 
@@ -83,6 +83,12 @@ pub(crate) fn carries(qp_type: QpType, opcode: Opcode) -> bool {
     }
 }
 
+/// The BTH opcode of a one-packet request of `opcode` on `qp_type`;
+/// whether the type carries it at all is [`carries`]'s answer.
+pub(crate) fn bth(qp_type: QpType, opcode: Opcode) -> u8 {
+    Service::of(qp_type).transport | opcode.operation()
+}
+
 /// Whether a responder of `qp_type` answers each request: only RC's
 /// requester waits for an answer and tries again without one; UC and UD
 /// drop what they cannot take, and nobody is told.
@@ -99,7 +105,7 @@ pub(crate) fn may_post(qp_type: QpType, wr: &SendWr<'_>) -> bool {
         SendOp::RdmaRead(_) | SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => s.read_atomic,
         SendOp::Local(_) => s.memory,
     };
-    op && (s.memory || wr.invalidate.is_none()) && (!s.datagram || wr.datagram.is_some())
+    op && (s.memory || wr.invalidate.is_none()) && (!qp_type.is_datagram() || wr.datagram.is_some())
 }
 
 /// The device's one port (ports count from 1).
