@@ -8,6 +8,8 @@
 //! allocates (`ib_ucontext`, `ib_pd`, ...) carry the driver's data right after
 //! the core's struct; see [`object`].
 
+mod access;
+mod adapter;
 mod ah;
 mod attr;
 mod bindings;
@@ -16,6 +18,7 @@ mod compat;
 mod counters;
 mod cq;
 mod device;
+mod device_data;
 mod event;
 mod gate;
 mod hold;
@@ -23,18 +26,22 @@ mod ids;
 mod irq_lock;
 mod layout;
 mod link;
+mod memory;
 mod mr;
 mod netdev;
 mod object;
 mod params;
 mod percpu;
 mod qp;
+mod qp_name;
 mod res;
 mod sched;
 mod srq;
 mod timer;
 mod verbs;
+mod wr;
 
+pub(crate) use access::Access;
 pub(crate) use ah::{Address, Grh};
 pub(crate) use attr::{DeviceAttr, Gid, GidType, LinkLayer, Mtu, PhysState, PortAttr, PortState};
 pub(crate) use claim::Claim;
@@ -43,23 +50,24 @@ pub(crate) use counters::CounterDesc;
 pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, WcSink, WcStatus};
 pub(crate) use device::{DeviceConfig, Devices, Provider};
 pub(crate) use gate::Gate;
-pub(crate) use ids::{Key, QpNum};
+pub(crate) use ids::{Key, PdId, QpNum};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
-pub(crate) use mr::{Access, Memory, MrId, MrOps, MrRereg, PageList};
+pub(crate) use memory::{Memory, PageList};
+pub(crate) use mr::{MrId, MrOps, MrRereg};
 pub(crate) use netdev::{EthLink, NetDev};
 pub(crate) use params::{param_devices, param_provider};
 pub(crate) use percpu::PerCpuCounters;
 pub(crate) use qp::{
-    Datagram, FastReg, LocalOp, MigState, PdId, QpCap, QpId, QpInitAttr, QpModify, QpName,
-    QpNotifier, QpOps, QpQuery, QpState, QpType, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge,
-    WcQp,
+    MigState, QpCap, QpInitAttr, QpModify, QpNotifier, QpOps, QpQuery, QpState, QpType,
 };
+pub(crate) use qp_name::{QpId, QpName, WcQp};
 pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier, SrqOps};
 pub(crate) use timer::{HasTimer, OnTimer, Timer};
 pub(crate) use verbs::Verbs;
+pub(crate) use wr::{Datagram, FastReg, LocalOp, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge};
 
 use kernel::error::Error;
 

@@ -3,7 +3,7 @@
 # What the kernel rsoft is built against offers, probed rather than read off
 # its version, so that a distribution's backport is seen for what it is.
 # Kbuild turns the answers into `--cfg rsoft_have_NAME` for rustc and
-# `-DRSOFT_HAVE_NAME` for the C shims; only rust/ib/compat.rs and
+# `-DRSOFT_HAVE_NAME` for the C shims; only rust/ib/compat/ and
 # include/rsoft_shims.c look at them.
 #
 #   kernel-features.sh SRCTREE OBJTREE         the features present

@@ -8,11 +8,8 @@ use super::{
     attr::{Gid, GidType},
     bindings,
     object::CoreObject,
-    verbs::Adapter,
-    Verbs,
 };
-use core::convert::Infallible;
-use kernel::{error::from_result, ffi, prelude::*};
+use kernel::prelude::*;
 
 /// The global route of an address (the GRH a packet carries).
 #[derive(Clone, Copy, Default)]
@@ -107,14 +104,15 @@ impl Address {
     }
 }
 
-type AhObject = CoreObject<bindings::ib_ah, Address>;
+/// An address handle: the `ib` layer's own data is its address.
+pub(super) type AhObject = CoreObject<bindings::ib_ah, Address>;
 
 /// Reads the address a live address handle was created with.
 ///
 /// # Safety
 ///
-/// `ah` is NULL or an address handle of a device whose verbs are routed by
-/// [`Adapter`], live for `'a`.
+/// `ah` is NULL or an address handle of a device registered by
+/// [`super::Devices`], live for `'a`.
 pub(super) unsafe fn address<'a>(ah: *const bindings::ib_ah) -> Option<&'a Address> {
     if ah.is_null() {
         return None;
@@ -122,47 +120,4 @@ pub(super) unsafe fn address<'a>(ah: *const bindings::ib_ah) -> Option<&'a Addre
     // SAFETY: per the function's contract the data was initialised by
     // `create_ah` and stays until `destroy_ah`.
     Some(unsafe { AhObject::data(ah) }.get_ref())
-}
-
-impl<T: Verbs> Adapter<T> {
-    pub(super) const AH_SIZE: usize = AhObject::SIZE;
-
-    /// # Safety
-    ///
-    /// Only the RDMA core calls this, as `ib_device_ops.create_ah` or
-    /// `create_user_ah`.
-    pub(super) unsafe extern "C" fn create_ah(
-        ah: *mut bindings::ib_ah,
-        init: *mut bindings::rdma_ah_init_attr,
-        _udata: *mut bindings::ib_udata,
-    ) -> ffi::c_int {
-        from_result(|| {
-            // SAFETY: the core passes an AH allocated with `size_ib_ah`
-            // bytes, its device set, and a valid address vector.
-            unsafe {
-                let addr = Address::from_c(&*(*init).ah_attr)?;
-                let dev = Self::device((*ah).device);
-                T::new_ah(dev, &addr)?;
-                let Ok(()) = AhObject::init::<Infallible>(ah, addr);
-            }
-            Ok(0)
-        })
-    }
-
-    /// # Safety
-    ///
-    /// Only the RDMA core calls this, as `ib_device_ops.destroy_ah`.
-    pub(super) unsafe extern "C" fn destroy_ah(
-        ah: *mut bindings::ib_ah,
-        _flags: u32,
-    ) -> ffi::c_int {
-        // SAFETY: `ah` was initialised by `create_ah`; the core frees it
-        // after this returns. Sends copy the address when posted, so no WQE
-        // refers to it.
-        unsafe {
-            T::release_ah(Self::device((*ah).device));
-            AhObject::drop_data(ah);
-        }
-        0
-    }
 }

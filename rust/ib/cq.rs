@@ -4,15 +4,16 @@
 //! produces them, and the handle through which it raises CQ events.
 
 use super::{
-    bindings, eopnotsupp,
+    bindings,
+    compat::{with_resize_cq, ResizeCq},
+    device_data::driver,
+    eopnotsupp,
     event::Notifier,
     hold::Hold,
     ids::{Key, QpNum},
     object::CoreObject,
-    qp::{QpName, WcQp},
-    res::DriverAttrs,
-    verbs::Adapter,
-    Verbs,
+    qp_name::{QpName, WcQp},
+    res::{fill_driver_attrs, DriverAttrs},
 };
 use core::marker::PhantomData;
 use kernel::{
@@ -328,30 +329,51 @@ impl<C: Sync> CqRef<C> {
     }
 }
 
-type CqObject<T> = CoreObject<bindings::ib_cq, <T as Verbs>::Cq>;
+type CqObject<C> = CoreObject<bindings::ib_cq, C>;
 
 /// The driver's data of a CQ.
 ///
 /// # Safety
 ///
-/// `cq` is a live CQ of a `T` device whose data is initialised, and stays
-/// so for `'a`.
-pub(super) unsafe fn data_of<'a, T: Verbs>(cq: *mut bindings::ib_cq) -> Pin<&'a T::Cq> {
+/// `cq` is a live CQ whose data, a `C`, is initialised, and stays so for
+/// `'a`.
+pub(super) unsafe fn data_of<'a, C>(cq: *mut bindings::ib_cq) -> Pin<&'a C> {
     // SAFETY: per the function's contract.
-    unsafe { CqObject::<T>::data(cq) }
+    unsafe { CqObject::<C>::data(cq) }
 }
 
 /// `create_cq` flags rsoft knows; TIMESTAMP_COMPLETION is not supported.
 const IGNORE_OVERRUN: u32 =
     bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
 
-impl<T: Verbs> Adapter<T> {
-    pub(super) const CQ_SIZE: usize = CqObject::<T>::SIZE;
+/// Routes the core's calls on CQs to the [`CqOps`] of `C`. Its ops are in
+/// the table of a driver whose CQs are `C`s, so every CQ they are called on
+/// carries a `C`, on a device whose data is a `C::Device`.
+pub(super) struct CqAdapter<C>(PhantomData<C>);
+
+impl<C: CqOps> CqAdapter<C> {
+    /// `ops` with the CQ verbs of `C`.
+    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+        let ops = bindings::ib_device_ops {
+            create_cq: Some(Self::create_cq),
+            destroy_cq: Some(Self::destroy_cq),
+            poll_cq: Some(Self::poll_cq),
+            req_notify_cq: Some(Self::req_notify_cq),
+            fill_res_cq_entry: if C::HAS_FILL_RES {
+                Some(Self::fill_res_cq_entry)
+            } else {
+                None
+            },
+            size_ib_cq: CqObject::<C>::SIZE,
+            ..ops
+        };
+        with_resize_cq::<Self>(ops, C::HAS_RESIZE)
+    }
 
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.create_cq`.
-    pub(super) unsafe extern "C" fn create_cq(
+    unsafe extern "C" fn create_cq(
         cq: *mut bindings::ib_cq,
         attr: *const bindings::ib_cq_init_attr,
         _attrs: *mut bindings::uverbs_attr_bundle,
@@ -369,10 +391,10 @@ impl<T: Verbs> Adapter<T> {
                     comp_vector: attr.comp_vector,
                     ignore_overrun: attr.flags & IGNORE_OVERRUN != 0,
                 };
-                let dev = Self::device((*cq).device);
-                let (capacity, init) = T::Cq::create(dev, &attr)?;
+                let dev = driver::<C::Device>((*cq).device);
+                let (capacity, init) = C::create(dev, &attr)?;
                 (*cq).cqe = capacity.try_into()?;
-                let Ok(()) = CqObject::<T>::init(cq, init);
+                let Ok(()) = CqObject::<C>::init(cq, init);
             }
             Ok(0)
         })
@@ -381,7 +403,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.destroy_cq`.
-    pub(super) unsafe extern "C" fn destroy_cq(
+    unsafe extern "C" fn destroy_cq(
         cq: *mut bindings::ib_cq,
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
@@ -389,9 +411,9 @@ impl<T: Verbs> Adapter<T> {
         // core checked); once its holders are gone nothing reaches the data
         // (`CqRef::data`), and the core frees the memory after this returns.
         unsafe {
-            CqObject::<T>::wait_unheld(cq);
-            CqObject::<T>::data(cq).destroy(Self::device((*cq).device));
-            CqObject::<T>::drop_data(cq);
+            CqObject::<C>::wait_unheld(cq);
+            CqObject::<C>::data(cq).destroy(driver::<C::Device>((*cq).device));
+            CqObject::<C>::drop_data(cq);
         }
         0
     }
@@ -399,7 +421,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.poll_cq`.
-    pub(super) unsafe extern "C" fn poll_cq(
+    unsafe extern "C" fn poll_cq(
         cq: *mut bindings::ib_cq,
         num_entries: ffi::c_int,
         wc: *mut bindings::ib_wc,
@@ -413,7 +435,7 @@ impl<T: Verbs> Adapter<T> {
                 _array: PhantomData,
             };
             // SAFETY: `cq` is a live CQ of ours.
-            let data = unsafe { CqObject::<T>::data(cq) };
+            let data = unsafe { CqObject::<C>::data(cq) };
             data.poll(&mut sink)?;
             Ok(sink.filled.try_into()?)
         })
@@ -422,7 +444,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.req_notify_cq`.
-    pub(super) unsafe extern "C" fn req_notify_cq(
+    unsafe extern "C" fn req_notify_cq(
         cq: *mut bindings::ib_cq,
         flags: bindings::ib_cq_notify_flags,
     ) -> ffi::c_int {
@@ -434,25 +456,34 @@ impl<T: Verbs> Adapter<T> {
             CqArm::NextCompletion
         };
         // SAFETY: `cq` is a live CQ of ours.
-        let data = unsafe { CqObject::<T>::data(cq) };
+        let data = unsafe { CqObject::<C>::data(cq) };
         let waiting = data.req_notify(arm);
         let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
         (report && waiting).into()
     }
 
-    /// Resizes `cq` to `cqe` entries, for the resize entry of the ops table
-    /// (`compat`).
-    ///
     /// # Safety
     ///
-    /// Only the RDMA core's resize call reaches this, with its `cq`.
-    pub(super) unsafe fn resize_cq(cq: *mut bindings::ib_cq, cqe: u32) -> ffi::c_int {
+    /// Only the RDMA core calls this, as `ib_device_ops.fill_res_cq_entry`.
+    unsafe extern "C" fn fill_res_cq_entry(
+        msg: *mut bindings::sk_buff,
+        cq: *mut bindings::ib_cq,
+    ) -> ffi::c_int {
+        // SAFETY: the core holds a reference on the live CQ.
+        let data = unsafe { CqObject::<C>::data(cq) };
+        // SAFETY: the core passes the message it is building.
+        unsafe { fill_driver_attrs(msg, |attrs| data.fill_res(attrs)) }
+    }
+}
+
+impl<C: CqOps> ResizeCq for CqAdapter<C> {
+    unsafe fn resize_cq(cq: *mut bindings::ib_cq, cqe: u32) -> ffi::c_int {
         from_result(|| {
             // SAFETY: `cq` is a live CQ of ours; the core serialises resize
             // with other calls that change `cqe`.
             unsafe {
-                let dev = Self::device((*cq).device);
-                let data = CqObject::<T>::data(cq);
+                let dev = driver::<C::Device>((*cq).device);
+                let data = CqObject::<C>::data(cq);
                 let capacity = data.resize(dev, cqe)?;
                 (*cq).cqe = capacity.try_into()?;
             }

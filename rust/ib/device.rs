@@ -9,21 +9,19 @@
 //! the driver's data is dropped and the device leaves the list.
 
 use super::{
-    attr::LinkLayer, bindings, compat::swap_remove, netdev::NetDev, object::CoreObject,
-    verbs::Adapter, Verbs,
+    adapter::Adapter,
+    attr::LinkLayer,
+    bindings,
+    device_data::{DeviceData, DeviceList, DeviceObject, Listed},
+    netdev::NetDev,
+    Verbs,
 };
 use core::{
     marker::PhantomData,
     ptr::{self, NonNull},
     sync::atomic::AtomicBool,
 };
-use kernel::{
-    error::to_result,
-    new_mutex,
-    prelude::*,
-    str::CStr,
-    sync::{Arc, Mutex},
-};
+use kernel::{error::to_result, new_mutex, prelude::*, str::CStr, sync::Arc};
 
 /// How a device presents itself to the core, fixed before registration.
 pub(crate) struct DeviceConfig<'a> {
@@ -43,52 +41,6 @@ const DATA_PATH_CMDS: [u32; 5] = [
     bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_RECV,
     bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SRQ_RECV,
 ];
-
-/// A device of the list, by the core's pointer.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Listed(NonNull<bindings::ib_device>);
-
-// SAFETY: only an address; whoever dereferences it proves it live.
-unsafe impl Send for Listed {}
-
-/// The registered devices of one driver.
-#[pin_data]
-pub(super) struct DeviceList {
-    #[pin]
-    devices: Mutex<KVec<Listed>>,
-}
-
-impl DeviceList {
-    /// Whether `ib` is a device of the list, that is, a live device whose
-    /// driver data is a [`DeviceData`] of this driver.
-    pub(super) fn contains(&self, ib: *const bindings::ib_device) -> bool {
-        self.devices
-            .lock()
-            .iter()
-            .any(|d| ptr::eq(d.0.as_ptr(), ib))
-    }
-
-    fn remove(&self, ib: *mut bindings::ib_device) {
-        let mut devices = self.devices.lock();
-        if let Some(i) = devices.iter().position(|d| d.0.as_ptr() == ib) {
-            swap_remove(&mut devices, i);
-        }
-    }
-}
-
-/// What the `ib` layer keeps behind each `ib_device`: its own part, then the
-/// driver's.
-#[pin_data]
-pub(super) struct DeviceData<D> {
-    list: Arc<DeviceList>,
-    pub(super) link_layer: LinkLayer,
-    /// The port state last announced with a port event.
-    pub(super) port_up: AtomicBool,
-    #[pin]
-    pub(super) driver: D,
-}
-
-pub(super) type DeviceObject<T> = CoreObject<bindings::ib_device, DeviceData<<T as Verbs>::Device>>;
 
 /// The devices of a driver whose verbs are those of `T`. Dropping it
 /// unregisters every device still registered (waiting for the core's users
@@ -151,7 +103,7 @@ impl<T: Verbs> Devices<T> {
         data: impl PinInit<T::Device, Error>,
     ) -> Result {
         // SAFETY: the size covers `ib_device` at offset 0 and the driver data.
-        let raw = unsafe { bindings::rsoft_alloc_ib_device(Adapter::<T>::DEVICE_SIZE) };
+        let raw = unsafe { bindings::rsoft_alloc_ib_device(DeviceObject::<T::Device>::SIZE) };
         let Some(ib) = NonNull::new(raw) else {
             return Err(ENOMEM);
         };
@@ -166,7 +118,7 @@ impl<T: Verbs> Devices<T> {
             driver <- data,
         }? Error);
         // SAFETY: `raw` is a fresh device of the right size.
-        if let Err(e) = unsafe { DeviceObject::<T>::init(raw, data) } {
+        if let Err(e) = unsafe { DeviceObject::<T::Device>::init(raw, data) } {
             // SAFETY: allocated above, never registered, no driver data:
             // `dealloc_driver` is not set yet.
             unsafe { bindings::ib_dealloc_device(raw) };
@@ -245,24 +197,6 @@ impl<T: Verbs> Drop for Devices<T> {
             self.list.remove(next.0.as_ptr());
             // SAFETY: the reference taken above.
             unsafe { bindings::rsoft_ib_device_unhold(next.0.as_ptr()) };
-        }
-    }
-}
-
-impl<T: Verbs> Adapter<T> {
-    /// Bytes to allocate for the device (`ib_alloc_device`).
-    pub(super) const DEVICE_SIZE: usize = DeviceObject::<T>::SIZE;
-
-    /// # Safety
-    ///
-    /// Only the RDMA core calls this, as `ib_device_ops.dealloc_driver`.
-    pub(super) unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
-        // SAFETY: the core calls this once, when nothing runs on the
-        // device any more and just before it frees it; the data was
-        // initialised before the ops (and so this op) were set.
-        unsafe {
-            DeviceObject::<T>::data(ib).list.remove(ib);
-            DeviceObject::<T>::drop_data(ib);
         }
     }
 }

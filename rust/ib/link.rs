@@ -8,7 +8,8 @@
 
 use super::{
     bindings,
-    device::{DeviceObject, Devices},
+    device::Devices,
+    device_data::DeviceObject,
     netdev::{EthLink, NetDev},
     Verbs,
 };
@@ -191,7 +192,7 @@ impl<T: LinkOps> Links<T> {
     /// `ib` is a registered device of `T`, held for the call.
     unsafe fn link_changed(ib: *mut bindings::ib_device, link: EthLink) {
         // SAFETY: per the function's contract.
-        let data = unsafe { DeviceObject::<T>::data(ib) }.get_ref();
+        let data = unsafe { DeviceObject::<T::Device>::data(ib) }.get_ref();
         T::link_changed(&data.driver, link);
         if data.port_up.swap(link.up, Ordering::AcqRel) == link.up {
             return;

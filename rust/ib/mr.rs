@@ -1,156 +1,26 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory regions: user memory pinned with `ib_umem`, kernel pages mapped
-//! for fast registration, access rights, and copying between registered
-//! pages.
+//! Memory regions: their identity, the verbs a driver implements for them
+//! and the routing of the core's MR calls to it. What a region maps is
+//! [`super::memory`]'s.
 
-use super::{bindings, eopnotsupp, ids::Key, object::CoreObject, qp::PdId, verbs::Adapter, Verbs};
-use core::{
-    mem::MaybeUninit,
-    ptr::NonNull,
-    sync::atomic::{AtomicU64, AtomicUsize, Ordering},
+use super::{
+    access::Access,
+    bindings,
+    compat::{with_reg_user_mr, RegUserMr},
+    device_data::driver,
+    eopnotsupp,
+    ids::{Key, PdId},
+    memory::{Memory, PageList, UserMemory},
+    object::CoreObject,
 };
+use core::{marker::PhantomData, mem::MaybeUninit};
 use kernel::{
-    error::{from_err_ptr, from_result, VTABLE_DEFAULT_ERROR},
+    error::{from_result, VTABLE_DEFAULT_ERROR},
     ffi,
-    page::{PAGE_SHIFT, PAGE_SIZE},
+    page::PAGE_SIZE,
     prelude::*,
 };
-
-/// Access rights of a memory region or QP (`enum ib_access_flags`).
-#[derive(Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Access(u32);
-
-impl Access {
-    /// Every MR may be read by local work requests.
-    pub(crate) const LOCAL_READ: Self = Self(0);
-    pub(crate) const LOCAL_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE);
-    pub(crate) const REMOTE_WRITE: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE);
-    pub(crate) const REMOTE_READ: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_READ);
-    pub(crate) const REMOTE_ATOMIC: Self = Self(bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC);
-
-    /// Rights rsoft implements; `HUGETLB` is only a hint.
-    const SUPPORTED: u32 = Self::LOCAL_WRITE.0
-        | Self::REMOTE_WRITE.0
-        | Self::REMOTE_READ.0
-        | Self::REMOTE_ATOMIC.0
-        | bindings::ib_access_flags_IB_ACCESS_HUGETLB;
-
-    /// Reads the flags of a request: optional bits (such as
-    /// RELAXED_ORDERING) are dropped, unsupported mandatory ones refused.
-    pub(crate) fn from_request(flags: u32) -> Result<Self> {
-        let flags = flags & !bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
-        if flags & !Self::SUPPORTED != 0 {
-            return Err(eopnotsupp());
-        }
-        Ok(Self(flags & !bindings::ib_access_flags_IB_ACCESS_HUGETLB))
-    }
-
-    /// Every flag a QP's `qp_access_flags` may carry, as rxe takes them:
-    /// the rights, memory window binding and the MR flags a QP may name
-    /// (none of which a QP acts on), and the optional hints.
-    pub(crate) const QP_FLAGS: Self = Self(
-        Self::LOCAL_WRITE.0
-            | Self::REMOTE_WRITE.0
-            | Self::REMOTE_READ.0
-            | Self::REMOTE_ATOMIC.0
-            | bindings::ib_access_flags_IB_ACCESS_MW_BIND
-            | bindings::ib_access_flags_IB_ACCESS_ON_DEMAND
-            | bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL
-            | bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT
-            | bindings::ib_access_flags_IB_ACCESS_OPTIONAL,
-    );
-
-    /// The flags of a QP (`qp_access_flags`) as given, reported back as
-    /// they are; of them, only the remote rights act.
-    pub(crate) fn from_qp(flags: u32) -> Self {
-        Self(flags)
-    }
-
-    /// The raw flags, for reporting.
-    pub(crate) fn bits(self) -> u32 {
-        self.0
-    }
-
-    /// Whether all of `other`'s rights are granted.
-    pub(crate) fn contains(self, other: Self) -> bool {
-        self.0 & other.0 == other.0
-    }
-}
-
-/// A page of pinned user memory.
-#[derive(Clone, Copy)]
-struct PagePtr(*mut bindings::page);
-
-// SAFETY: a pinned page may be accessed from any thread.
-unsafe impl Send for PagePtr {}
-// SAFETY: as for `Send`; writers are serialised by the driver.
-unsafe impl Sync for PagePtr {}
-
-/// User memory pinned for the lifetime of a memory region.
-///
-/// # Invariants
-///
-/// `umem` is a pinned `ib_umem` covering `len` bytes that start `offset`
-/// bytes into `pages[0]`; `pages` are its pages in order.
-pub(crate) struct UserMemory {
-    umem: NonNull<bindings::ib_umem>,
-    pages: KVVec<PagePtr>,
-    offset: usize,
-    len: u64,
-}
-
-// SAFETY: the umem is only released by `drop`, from whichever thread.
-unsafe impl Send for UserMemory {}
-// SAFETY: shared access only reads the page list.
-unsafe impl Sync for UserMemory {}
-
-impl UserMemory {
-    /// Pins `[start, start + len)` of the calling process.
-    ///
-    /// # Safety
-    ///
-    /// `dev` is a registered device.
-    unsafe fn pin(
-        dev: *mut bindings::ib_device,
-        start: u64,
-        len: u64,
-        access: Access,
-    ) -> Result<Self> {
-        let offset = (start as usize) & (PAGE_SIZE - 1);
-        let npages = (offset as u64)
-            .checked_add(len)
-            .and_then(|end| end.checked_add(PAGE_SIZE as u64 - 1))
-            .ok_or(EINVAL)?
-            >> PAGE_SHIFT;
-        let npages = usize::try_from(npages)?;
-        let mut pages = KVVec::from_elem(PagePtr(core::ptr::null_mut()), npages, GFP_KERNEL)?;
-        // SAFETY: per the contract; `ib_umem_get` checks the range.
-        let umem = from_err_ptr(unsafe {
-            bindings::rsoft_umem_get(dev, start as usize, len as usize, access.0 as i32)
-        })?;
-        // SAFETY: `umem` is valid; `pages` has room for `npages` entries.
-        let got = unsafe { bindings::rsoft_umem_pages(umem, pages.as_mut_ptr().cast(), npages) };
-        let umem = NonNull::new(umem).ok_or(ENOMEM)?;
-        // INVARIANT: the umem covers exactly these pages.
-        let mem = Self {
-            umem,
-            pages,
-            offset,
-            len,
-        };
-        if got != npages {
-            return Err(EFAULT);
-        }
-        Ok(mem)
-    }
-
-    /// The page and in-page offset of byte `off`, which must be in range.
-    fn page_of(&self, off: u64) -> (PagePtr, usize) {
-        let at = self.offset + off as usize;
-        (self.pages[at >> PAGE_SHIFT], at & (PAGE_SIZE - 1))
-    }
-}
 
 /// Names a memory region (the `ib_mr` a work request names).
 ///
@@ -170,200 +40,6 @@ pub(crate) struct MrId(usize);
 impl MrId {
     pub(super) fn new(mr: *const bindings::ib_mr) -> Self {
         Self(mr as usize)
-    }
-}
-
-/// The kernel pages a fast-registration MR maps: what `map_mr_sg` last
-/// stored (virtual-DMA addresses, that is kernel virtual addresses, of
-/// `PAGE_SIZE` pages), where its first byte is in the first page, and its
-/// length. Sized at allocation; mapping never allocates. Offsets into it
-/// count from the first byte mapped; the iova that byte has is the REG_MR's
-/// business (a consumer may change `ib_mr.iova` between the two).
-///
-/// Everything is atomic: a consumer that maps an MR while a transfer uses
-/// it gets garbage, not a data race. Every address is checked against the
-/// linear map before it is used.
-pub(crate) struct PageList {
-    pages: KVec<AtomicU64>,
-    /// Pages stored by the mapping in progress.
-    stored: AtomicUsize,
-    /// The offset of the first byte in the first page.
-    offset: AtomicU64,
-    len: AtomicU64,
-}
-
-impl PageList {
-    /// Room for `max_pages` pages.
-    pub(crate) fn new(max_pages: u32) -> Result<Self> {
-        let mut pages = KVec::with_capacity(max_pages as usize, GFP_KERNEL)?;
-        for _ in 0..max_pages {
-            pages.push(AtomicU64::new(0), GFP_KERNEL)?;
-        }
-        Ok(Self {
-            pages,
-            stored: AtomicUsize::new(0),
-            offset: AtomicU64::new(0),
-            len: AtomicU64::new(0),
-        })
-    }
-
-    /// Starts a new mapping.
-    fn start(&self) {
-        self.stored.store(0, Ordering::Relaxed);
-    }
-
-    /// Ends a mapping whose first byte is at virtual-DMA address `first`
-    /// and which spans `len` bytes.
-    fn finish(&self, first: u64, len: u64) {
-        self.offset
-            .store(first & (PAGE_SIZE as u64 - 1), Ordering::Relaxed);
-        self.len.store(len, Ordering::Relaxed);
-    }
-
-    /// Stores the next page of a mapping: ENOMEM when there is no room.
-    fn push(&self, addr: u64) -> Result {
-        let i = self.stored.fetch_add(1, Ordering::Relaxed);
-        self.pages
-            .get(i)
-            .ok_or(ENOMEM)?
-            .store(addr, Ordering::Relaxed);
-        Ok(())
-    }
-
-    /// The page and in-page offset of byte `off`, which must be in range.
-    fn page_of(&self, off: u64) -> Result<(PagePtr, usize)> {
-        let at = self
-            .offset
-            .load(Ordering::Relaxed)
-            .checked_add(off)
-            .ok_or(EFAULT)?;
-        let page = self
-            .pages
-            .get(usize::try_from(at >> PAGE_SHIFT)?)
-            .ok_or(EFAULT)?;
-        let addr = page
-            .load(Ordering::Relaxed)
-            .checked_add(at & (PAGE_SIZE as u64 - 1));
-        linear_page_of(usize::try_from(addr.ok_or(EFAULT)?)?)
-    }
-}
-
-/// The page of the kernel's linear map that holds `addr`, and the offset
-/// in it; EFAULT outside the linear map.
-fn linear_page_of(addr: usize) -> Result<(PagePtr, usize)> {
-    // SAFETY: a lookup in the linear map; NULL for any address outside it.
-    let page = unsafe { bindings::rsoft_virt_to_page(addr) };
-    if page.is_null() {
-        return Err(EFAULT);
-    }
-    Ok((PagePtr(page), addr & (PAGE_SIZE - 1)))
-}
-
-/// The memory a region maps.
-pub(crate) enum Memory {
-    /// Pinned pages of a process.
-    User(UserMemory),
-    /// The kernel's linear map, for a kernel consumer's DMA MR: with
-    /// `CONFIG_INFINIBAND_VIRT_DMA` the "DMA addresses" a consumer maps are
-    /// kernel virtual addresses, and the region's offsets are those
-    /// addresses. Kernel consumers own what they map, as with any DMA.
-    KernelLinear,
-    /// Kernel pages a fast-registration MR maps (`map_mr_sg`); what they
-    /// hold belongs to the kernel consumer, as with any DMA.
-    Pages(PageList),
-}
-
-impl Memory {
-    /// Length in bytes.
-    pub(crate) fn len(&self) -> u64 {
-        match self {
-            Self::User(m) => m.len,
-            Self::KernelLinear => u64::MAX,
-            Self::Pages(list) => list.len.load(Ordering::Relaxed),
-        }
-    }
-
-    /// Whether `[off, off + len)` lies within the memory.
-    fn fits(&self, off: u64, len: u64) -> bool {
-        off.checked_add(len).is_some_and(|end| end <= self.len())
-    }
-
-    /// The page and in-page offset of byte `off`, which must be in range.
-    fn page_of(&self, off: u64) -> Result<(PagePtr, usize)> {
-        match self {
-            Self::User(m) => Ok(m.page_of(off)),
-            Self::KernelLinear => linear_page_of(usize::try_from(off)?),
-            Self::Pages(list) => list.page_of(off),
-        }
-    }
-
-    /// Copies `len` bytes from `src` at `src_off` to `dst` at `dst_off`.
-    /// Out-of-range requests copy nothing and fail.
-    pub(crate) fn copy(dst: &Self, dst_off: u64, src: &Self, src_off: u64, len: u64) -> Result {
-        if !dst.fits(dst_off, len) || !src.fits(src_off, len) {
-            return Err(EINVAL);
-        }
-        let mut done = 0;
-        while done < len {
-            let (dp, dpo) = dst.page_of(dst_off + done)?;
-            let (sp, spo) = src.page_of(src_off + done)?;
-            let left = usize::try_from(len - done).unwrap_or(usize::MAX);
-            let chunk = left.min(PAGE_SIZE - dpo).min(PAGE_SIZE - spo);
-            // SAFETY: both pages hold `chunk` bytes from their offsets: user
-            // pages are pinned and in range (checked above), linear-map
-            // pages (fast-registration pages are such) belong to the
-            // kernel consumer that posted the work.
-            unsafe { bindings::rsoft_copy_page(dp.0, dpo, sp.0, spo, chunk) };
-            done += chunk as u64;
-        }
-        Ok(())
-    }
-
-    /// Whether the 8 bytes at `off` are in range and form an aligned word
-    /// of memory (what matters is the page offset, not `off`: a region
-    /// need not start on a word).
-    fn word_aligned(&self, off: u64) -> bool {
-        self.fits(off, 8) && self.page_of(off).is_ok_and(|(_, in_page)| in_page % 8 == 0)
-    }
-
-    /// Performs an 8-byte atomic at `off` (an aligned word, in range): compare
-    /// and swap when `swap` is given, else fetch and add `operand`.
-    /// Returns the original value. The caller serialises atomics.
-    pub(crate) fn atomic(&self, off: u64, operand: u64, swap: Option<u64>) -> Result<u64> {
-        if !self.word_aligned(off) {
-            return Err(EINVAL);
-        }
-        let (page, in_page) = self.page_of(off)?;
-        // SAFETY: the 8 bytes lie within one page (an aligned word never
-        // crosses one), which is usable as for `copy`.
-        Ok(unsafe {
-            bindings::rsoft_page_atomic(page.0, in_page, swap.is_some(), operand, swap.unwrap_or(0))
-        })
-    }
-
-    /// Writes `bytes` at `off`, which must leave them in range.
-    pub(crate) fn write(&self, off: u64, bytes: &[u8]) -> Result {
-        if !self.fits(off, bytes.len() as u64) {
-            return Err(EINVAL);
-        }
-        let mut done = 0;
-        while done < bytes.len() {
-            let (page, in_page) = self.page_of(off + done as u64)?;
-            let chunk = (bytes.len() - done).min(PAGE_SIZE - in_page);
-            // SAFETY: `chunk` bytes fit in the page, usable as for `copy`.
-            unsafe {
-                bindings::rsoft_page_write(page.0, in_page, bytes[done..].as_ptr().cast(), chunk)
-            };
-            done += chunk;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for UserMemory {
-    fn drop(&mut self) {
-        // SAFETY: by the invariant `umem` is pinned and released only here.
-        unsafe { bindings::ib_umem_release(self.umem.as_ptr()) };
     }
 }
 
@@ -433,21 +109,21 @@ pub(crate) trait MrOps: Send + Sync + Sized {
 }
 
 /// A memory region as registered: the core's `ib_mr`, then the driver's.
-type MrObject<T> = CoreObject<bindings::ib_mr, <T as Verbs>::Mr>;
+type MrObject<M> = CoreObject<bindings::ib_mr, M>;
 
-impl<T: Verbs> Adapter<T> {
-    /// Registers user memory, for the `reg_user_mr` entry of the ops table
-    /// (`compat`).
-    ///
-    /// # Safety
-    ///
-    /// Only the RDMA core's `reg_user_mr` call reaches this, with its `pd`.
-    pub(super) unsafe fn reg_user_mr(
+/// Routes the core's calls on MRs to the [`MrOps`] of `M`. Its ops are in
+/// the table of a driver whose MRs are `M`s, so every MR they are called on
+/// carries an `M`, and every PD is one of a device whose data is an
+/// `M::Device`.
+pub(super) struct MrAdapter<M>(PhantomData<M>);
+
+impl<M: MrOps> RegUserMr for MrAdapter<M> {
+    unsafe fn reg_user_mr(
         pd: *mut bindings::ib_pd,
         start: u64,
         length: u64,
         iova: u64,
-        access: kernel::ffi::c_int,
+        access: ffi::c_int,
     ) -> *mut bindings::ib_mr {
         let ret = (|| {
             let access = Access::from_request(access as u32)?;
@@ -458,18 +134,37 @@ impl<T: Verbs> Adapter<T> {
         })();
         ret.unwrap_or_else(|e| e.to_ptr())
     }
+}
+
+impl<M: MrOps> MrAdapter<M> {
+    /// `ops` with the MR verbs of `M`.
+    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+        let ops = bindings::ib_device_ops {
+            get_dma_mr: Some(Self::get_dma_mr),
+            alloc_mr: Some(Self::alloc_mr),
+            map_mr_sg: Some(Self::map_mr_sg),
+            rereg_user_mr: if M::HAS_REREG {
+                Some(Self::rereg_user_mr)
+            } else {
+                None
+            },
+            dereg_mr: Some(Self::dereg_mr),
+            ..ops
+        };
+        with_reg_user_mr::<Self>(ops)
+    }
 
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.rereg_user_mr`.
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe extern "C" fn rereg_user_mr(
+    unsafe extern "C" fn rereg_user_mr(
         mr: *mut bindings::ib_mr,
-        flags: kernel::ffi::c_int,
+        flags: ffi::c_int,
         start: u64,
         length: u64,
         iova: u64,
-        access: kernel::ffi::c_int,
+        access: ffi::c_int,
         pd: *mut bindings::ib_pd,
         _udata: *mut bindings::ib_udata,
     ) -> *mut bindings::ib_mr {
@@ -491,7 +186,7 @@ impl<T: Verbs> Adapter<T> {
                 dev,
             };
             // SAFETY: as above; the MR's data lives until `dereg_mr`.
-            unsafe { MrObject::<T>::data(mr).rereg(Self::device(change.dev), &change) }
+            unsafe { MrObject::<M>::data(mr).rereg(driver::<M::Device>(change.dev), &change) }
         })();
         // NULL: the MR was changed in place (the core updates its pd, iova
         // and length).
@@ -504,9 +199,9 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.get_dma_mr`.
-    pub(super) unsafe extern "C" fn get_dma_mr(
+    unsafe extern "C" fn get_dma_mr(
         pd: *mut bindings::ib_pd,
-        access: kernel::ffi::c_int,
+        access: ffi::c_int,
     ) -> *mut bindings::ib_mr {
         let ret = Access::from_request(access as u32).and_then(|access| {
             // SAFETY: the core passes a live PD of ours.
@@ -519,7 +214,7 @@ impl<T: Verbs> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// `pd` is a live PD of a `T` device.
+    /// `pd` is a live PD of a device whose data is an `M::Device`.
     unsafe fn register_mr(
         pd: *mut bindings::ib_pd,
         mem: Memory,
@@ -530,7 +225,7 @@ impl<T: Verbs> Adapter<T> {
         // SAFETY: per the function's contract.
         unsafe {
             Self::new_mr(pd, iova, length, |dev, pd, _| {
-                T::Mr::register(dev, pd, mem, iova, access)
+                M::register(dev, pd, mem, iova, access)
             })
         }
     }
@@ -540,23 +235,26 @@ impl<T: Verbs> Adapter<T> {
     ///
     /// # Safety
     ///
-    /// `pd` is a live PD of a `T` device.
-    unsafe fn new_mr<'a, I: PinInit<T::Mr>>(
+    /// `pd` is a live PD of a device whose data is an `M::Device`.
+    unsafe fn new_mr<'a, I: PinInit<M>>(
         pd: *mut bindings::ib_pd,
         iova: u64,
         length: u64,
-        create: impl FnOnce(&'a T::Device, PdId, MrId) -> Result<(Key, I)>,
-    ) -> Result<*mut bindings::ib_mr> {
+        create: impl FnOnce(&'a M::Device, PdId, MrId) -> Result<(Key, I)>,
+    ) -> Result<*mut bindings::ib_mr>
+    where
+        M::Device: 'a,
+    {
         // SAFETY: per the function's contract.
-        let dev = unsafe { Self::device::<'a>((*pd).device) };
+        let dev = unsafe { driver::<'a, M::Device>((*pd).device) };
         // The core expects a zeroed `ib_mr` apart from what the driver sets;
         // allocated first, so that nothing fails once the driver has the MR.
-        let obj = KBox::<MrObject<T>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
+        let obj = KBox::<MrObject<M>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
         let id = MrId::new(obj.as_ptr().cast());
         let (key, data) = create(dev, PdId::new(pd), id)?;
         let raw = KBox::into_raw(obj).cast::<bindings::ib_mr>();
         // SAFETY: `raw` is a fresh zeroed allocation of `MrObject` size.
-        let Ok(()) = unsafe { MrObject::<T>::init(raw, data) };
+        let Ok(()) = unsafe { MrObject::<M>::init(raw, data) };
         // SAFETY: `raw` is ours until returned to the core.
         unsafe {
             (*raw).lkey = key.get();
@@ -571,7 +269,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.alloc_mr`.
-    pub(super) unsafe extern "C" fn alloc_mr(
+    unsafe extern "C" fn alloc_mr(
         pd: *mut bindings::ib_pd,
         mr_type: bindings::ib_mr_type,
         max_num_sg: u32,
@@ -582,7 +280,7 @@ impl<T: Verbs> Adapter<T> {
         // SAFETY: the core passes a live PD of ours.
         let ret = unsafe {
             Self::new_mr(pd, 0, 0, |dev, pd, id| {
-                T::Mr::alloc_fast(dev, pd, id, max_num_sg)
+                M::alloc_fast(dev, pd, id, max_num_sg)
             })
         };
         ret.unwrap_or_else(|e| e.to_ptr())
@@ -591,7 +289,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.map_mr_sg`.
-    pub(super) unsafe extern "C" fn map_mr_sg(
+    unsafe extern "C" fn map_mr_sg(
         mr: *mut bindings::ib_mr,
         sg: *mut bindings::scatterlist,
         sg_nents: ffi::c_int,
@@ -600,7 +298,7 @@ impl<T: Verbs> Adapter<T> {
         from_result(|| {
             // SAFETY: the core passes a live MR of ours, whose `page_size`
             // `ib_map_mr_sg` has just set.
-            let (data, page_size) = unsafe { (MrObject::<T>::data(mr).get_ref(), (*mr).page_size) };
+            let (data, page_size) = unsafe { (MrObject::<M>::data(mr).get_ref(), (*mr).page_size) };
             let list = data.pages().ok_or(EINVAL)?;
             // Each stored address is one CPU page (see `PageList`).
             if page_size as usize != PAGE_SIZE {
@@ -627,7 +325,7 @@ impl<T: Verbs> Adapter<T> {
     unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> ffi::c_int {
         from_result(|| {
             // SAFETY: per the function's contract `mr` is a live MR of ours.
-            let data = unsafe { MrObject::<T>::data(mr) }.get_ref();
+            let data = unsafe { MrObject::<M>::data(mr) }.get_ref();
             let list = data.pages().ok_or(EINVAL)?;
             list.push(addr)?;
             Ok(0)
@@ -637,17 +335,17 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.dereg_mr`.
-    pub(super) unsafe extern "C" fn dereg_mr(
+    unsafe extern "C" fn dereg_mr(
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
-    ) -> kernel::ffi::c_int {
-        // SAFETY: `mr` came from `reg_user_mr`; after `T::dereg_mr` nothing
+    ) -> ffi::c_int {
+        // SAFETY: `mr` came from `reg_user_mr`; after `deregister` nothing
         // refers to the driver data, and the allocation is ours to free.
         unsafe {
-            let dev = Self::device((*mr).device);
-            MrObject::<T>::data(mr).deregister(dev);
-            MrObject::<T>::drop_data(mr);
-            drop(KBox::from_raw(mr.cast::<MaybeUninit<MrObject<T>>>()));
+            let dev = driver::<M::Device>((*mr).device);
+            MrObject::<M>::data(mr).deregister(dev);
+            MrObject::<M>::drop_data(mr);
+            drop(KBox::from_raw(mr.cast::<MaybeUninit<MrObject<M>>>()));
         }
         0
     }

@@ -1,120 +1,25 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Queue pairs: creation and modify attributes, and safe views of the work
-//! request lists that `post_send` and `post_recv` receive.
+//! Queue pairs: creation, modify and query attributes, and the routing of
+//! the core's QP calls to the driver.
 
 use super::{
-    ah::{self, Address},
+    access::Access,
+    ah::Address,
     attr::{LinkLayer, Mtu},
     bindings,
-    compat::user_slice,
     cq::{self, CqOps, CqRef},
-    device::DeviceObject,
+    device_data::{driver, DeviceObject},
     eopnotsupp,
     event::Notifier,
-    hold::Hold,
-    ids::{Key, QpNum},
-    mr::{Access, MrId},
+    ids::{PdId, QpNum},
     object::{CoreHead, CoreObject},
-    srq,
-    verbs::Adapter,
-    Verbs,
+    qp_name::{QpId, QpName},
+    srq::{self, SrqOps},
+    wr::{RecvWrs, SendWrs},
 };
-use core::{marker::PhantomData, ptr, ptr::NonNull};
+use core::{marker::PhantomData, ptr};
 use kernel::{error::from_result, ffi, prelude::*};
-
-/// The driver's handle of one of its QPs, from which it names the QP in
-/// work completions ([`QpId::name`]). It holds the QP: the QP's destroy
-/// waits until it is dropped.
-pub(crate) struct QpId {
-    hold: Hold<bindings::ib_qp>,
-}
-
-impl QpId {
-    /// A name of the QP for one work completion.
-    ///
-    /// Once the QP's destroy has removed it from the driver
-    /// ([`QpOps::destroy`]), a completion made of it could only be one the
-    /// driver failed to purge: the name names no QP then, and the `ib`
-    /// layer never reports the completion.
-    pub(crate) fn name(&self) -> WcQp {
-        let head = self.hold.head();
-        if !head.cqes().enter() {
-            return WcQp(None);
-        }
-        // INVARIANT: counted just now, on a QP that the hold keeps.
-        WcQp(Some(self.hold.head_ptr()))
-    }
-}
-
-/// Names a QP in one work completion (`ib_wc.qp`), for the time the
-/// completion is queued in the driver.
-///
-/// Each name is counted on its QP from [`QpId::name`] until the `ib` layer
-/// writes it into the consumer's `ib_wc` at poll, or it is dropped (purged,
-/// overwritten, or its CQ destroyed). `destroy_qp` has the driver purge the
-/// QP's completions and then lets the core free the QP only if none is
-/// left; if one is, it fails the destroy rather than free a QP that a
-/// later poll would hand to the consumer. So whatever the driver's safe
-/// code does with its completions, none it reports names a freed QP, and
-/// a correct purge keeps the destroy from ever failing or waiting for the
-/// consumer. It costs an uncontended atomic increment when a completion is
-/// made and a decrement when it is polled, and nothing in the ring: a name
-/// is one pointer, as before. The alternative, an `ib` layer's own ring
-/// that it purges itself, would still leave a copyable name in the hands
-/// of the driver.
-///
-/// # Invariants
-///
-/// `0` is `None`, or the head of a QP whose count of completion names
-/// counts this one.
-pub(crate) struct WcQp(Option<NonNull<CoreHead<bindings::ib_qp>>>);
-
-// SAFETY: a counted pointer to an object that the core shares between
-// threads by design; counting is atomic.
-unsafe impl Send for WcQp {}
-// SAFETY: as for `Send`; a shared name only compares the pointer.
-unsafe impl Sync for WcQp {}
-
-impl WcQp {
-    /// Names no QP: what a completion's storage holds when unused.
-    pub(crate) const NONE: Self = Self(None);
-
-    /// Whether this names `qp`.
-    pub(crate) fn is(&self, qp: QpName<'_>) -> bool {
-        self.0 == Some(qp.0)
-    }
-
-    /// The QP, for the consumer's `ib_wc`; uncounted from now on. `None`
-    /// when it names no QP.
-    pub(super) fn into_ptr(self) -> Option<*mut bindings::ib_qp> {
-        Some(self.0?.as_ptr().cast())
-    }
-}
-
-impl Drop for WcQp {
-    fn drop(&mut self) {
-        if let Some(head) = self.0 {
-            // SAFETY: by the type invariant the QP counts this name, and
-            // the core does not free it while its count is not empty.
-            unsafe { head.as_ref() }.cqes().leave();
-        }
-    }
-}
-
-/// The QP whose completions a purge removes ([`CqOps::purge`]): only to
-/// compare names with ([`WcQp::is`]), for the length of the call.
-#[derive(Clone, Copy)]
-pub(crate) struct QpName<'a>(
-    NonNull<CoreHead<bindings::ib_qp>>,
-    PhantomData<&'a CoreHead<bindings::ib_qp>>,
-);
-
-impl<'a> QpName<'a> {
-    fn new(head: &'a CoreHead<bindings::ib_qp>) -> Self {
-        Self(NonNull::from(head), PhantomData)
-    }
-}
 
 /// Raises the events of one QP.
 pub(crate) type QpNotifier = Notifier<bindings::ib_qp>;
@@ -125,24 +30,6 @@ impl QpNotifier {
     /// waits for this).
     pub(crate) fn last_wqe_reached(&self) {
         self.raise(bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
-    }
-}
-
-/// Names a protection domain; objects may be used together only within one.
-///
-/// Only an identity, never dereferenced, made only by the `ib` layer from
-/// the PD of a live QP, SRQ or MR (or a rereg's new PD). It can never be
-/// compared stale: the core counts every object on its PD (`usecnt`) and
-/// refuses to free a PD that one still uses, and the driver keeps a PD's
-/// name only in that object's data (a QP's, an SRQ's, an MR's table
-/// entry), which goes before the object does. So two names are equal
-/// exactly when they name the same live PD.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct PdId(usize);
-
-impl PdId {
-    pub(super) fn new(pd: *const bindings::ib_pd) -> Self {
-        Self(pd as usize)
     }
 }
 
@@ -265,9 +152,9 @@ pub(crate) trait QpOps: Send + Sync + Sized {
     /// The driver's per-device state.
     type Device;
     /// The driver's data of a CQ.
-    type Cq;
+    type Cq: CqOps<Device = Self::Device>;
     /// The driver's data of an SRQ.
-    type Srq;
+    type Srq: SrqOps<Device = Self::Device>;
 
     /// A new QP: returns its number and its sizes (at least `attr.cap`).
     /// The QP keeps what it needs of `attr`, its holds included; everything
@@ -280,7 +167,7 @@ pub(crate) trait QpOps: Send + Sync + Sized {
     fn query(&self, dev: &Self::Device) -> Result<QpQuery>;
     /// Removes the QP from the device: when this returns, nothing may run
     /// on it any more. Its completions are purged afterwards
-    /// ([`super::CqOps::purge`]), and a completion made of it after this
+    /// ([`CqOps::purge`]), and a completion made of it after this
     /// returns names no QP ([`QpId::name`]).
     fn destroy(self: Pin<&Self>, dev: &Self::Device);
     fn post_send(&self, dev: &Self::Device, wrs: &mut SendWrs<'_>) -> Result;
@@ -377,399 +264,7 @@ pub(crate) struct QpQuery {
     pub(crate) qkey: u32,
 }
 
-/// One scatter/gather element (`struct ib_sge`).
-#[repr(transparent)]
-pub(crate) struct Sge(bindings::ib_sge);
-
-impl Sge {
-    pub(crate) fn addr(&self) -> u64 {
-        self.0.addr
-    }
-    pub(crate) fn length(&self) -> u32 {
-        self.0.length
-    }
-    pub(crate) fn lkey(&self) -> Key {
-        Key::new(self.0.lkey)
-    }
-}
-
-/// Builds the SGE slice of a work request.
-///
-/// # Safety
-///
-/// `list` points to `num` valid `ib_sge`s (or `num <= 0`), live for `'a`.
-unsafe fn sges<'a>(list: *const bindings::ib_sge, num: ffi::c_int) -> Result<&'a [Sge]> {
-    let num = usize::try_from(num).map_err(|_| EINVAL)?;
-    if num == 0 || list.is_null() {
-        return Ok(&[]);
-    }
-    // SAFETY: per the contract; `Sge` is `repr(transparent)` over `ib_sge`.
-    Ok(unsafe { core::slice::from_raw_parts(list.cast::<Sge>(), num) })
-}
-
-/// Where an RDMA or atomic operation lands on the responder.
-#[derive(Clone, Copy)]
-pub(crate) struct Remote {
-    pub(crate) addr: u64,
-    pub(crate) rkey: Key,
-}
-
-/// What a send work request asks the responder for.
-#[derive(Clone, Copy)]
-pub(crate) enum SendOp {
-    Send,
-    RdmaWrite(Remote),
-    RdmaRead(Remote),
-    CompareSwap {
-        remote: Remote,
-        compare: u64,
-        swap: u64,
-    },
-    FetchAdd {
-        remote: Remote,
-        add: u64,
-    },
-    /// Executed by the requester alone, on its device's MRs.
-    Local(LocalOp),
-}
-
-/// A work request that goes nowhere: it changes an MR of the device.
-#[derive(Clone, Copy)]
-pub(crate) enum LocalOp {
-    /// Registers a fast-registration MR (`IB_WR_REG_MR`).
-    RegMr(FastReg),
-    /// Invalidates the MR this key names (`IB_WR_LOCAL_INV`).
-    Invalidate(Key),
-}
-
-/// What an `IB_WR_REG_MR` registers: the MR `mr` (the one whose keys are
-/// `mr_key` now) under the new key `key`, at `iova`, with `access`. The
-/// pages are those its last `map_mr_sg` stored.
-#[derive(Clone, Copy)]
-pub(crate) struct FastReg {
-    pub(crate) mr: MrId,
-    pub(crate) mr_key: Key,
-    pub(crate) key: Key,
-    pub(crate) iova: u64,
-    pub(crate) access: Access,
-}
-
-/// Where a UD send goes (`struct ib_ud_wr`), copied out of the address
-/// handle when posted.
-#[derive(Clone, Copy)]
-pub(crate) struct Datagram {
-    pub(crate) address: Address,
-    pub(crate) remote_qpn: QpNum,
-    pub(crate) remote_qkey: u32,
-}
-
-/// One send work request.
-pub(crate) struct SendWr<'a> {
-    pub(crate) wr_id: u64,
-    pub(crate) op: SendOp,
-    pub(crate) signaled: bool,
-    pub(crate) solicited: bool,
-    /// Immediate data, network byte order.
-    pub(crate) imm: Option<u32>,
-    /// `IB_WR_SEND_WITH_INV`: the responder's key to invalidate.
-    pub(crate) invalidate: Option<Key>,
-    pub(crate) sges: &'a [Sge],
-    /// The destination, on a UD QP.
-    pub(crate) datagram: Option<Datagram>,
-    /// `IB_SEND_INLINE`: the data is taken from the SGEs' buffers when
-    /// posted ([`SendWr::read_inline`]); their lkeys mean nothing.
-    pub(crate) inline: bool,
-    /// The SGEs' buffers are a process's (a user QP's post, which comes in
-    /// that process's system call), not the kernel's.
-    user: bool,
-}
-
-impl SendWr<'_> {
-    /// Copies the data of an inline send into `out` from the poster's
-    /// buffers and returns its length: EINVAL when it does not fit,
-    /// EFAULT when a buffer cannot be read. Safe whatever the addresses:
-    /// user memory is read with `copy_from_user`, kernel memory with
-    /// `copy_from_kernel_nofault`.
-    pub(crate) fn read_inline(&self, out: &mut [u8]) -> Result<usize> {
-        let mut done = 0;
-        for sge in self.sges {
-            let len = sge.length() as usize;
-            let to = out.get_mut(done..done + len).ok_or(EINVAL)?;
-            if self.user {
-                let addr = usize::try_from(sge.addr()).map_err(|_| EFAULT)?;
-                user_slice(addr, len).reader().read_slice(to)?;
-            } else {
-                // SAFETY: `to` is `len` writable bytes; the source is only
-                // probed, a fault yields an error.
-                let ret = unsafe {
-                    kernel::bindings::copy_from_kernel_nofault(
-                        to.as_mut_ptr().cast(),
-                        sge.addr() as usize as *const ffi::c_void,
-                        len,
-                    )
-                };
-                if ret != 0 {
-                    return Err(EFAULT);
-                }
-            }
-            done += len;
-        }
-        Ok(done)
-    }
-}
-
-/// One receive work request.
-pub(crate) struct RecvWr<'a> {
-    pub(crate) wr_id: u64,
-    pub(crate) sges: &'a [Sge],
-}
-
-/// A list of work requests as the core hands it over; remembers the first
-/// one not yet accepted (the head, then the last one yielded), which is what
-/// `bad_wr` reports when posting stops: a post refused before its first WR
-/// is read names that first WR, as the verbs contract says.
-///
-/// # Invariants
-///
-/// `next` is NULL or a WR of a list as the contract of [`WrList::new`]
-/// describes it, live for `'a`.
-pub(crate) struct WrList<'a, W> {
-    next: *const W,
-    current: *const W,
-    /// The QP is UD: its send WRs are `ib_ud_wr`s.
-    datagram: bool,
-    /// The QP is a process's: its WRs name user memory.
-    user: bool,
-    _list: PhantomData<&'a W>,
-}
-
-impl<W> WrList<'_, W> {
-    /// The list starting at `head`.
-    ///
-    /// # Safety
-    ///
-    /// `head` is NULL or the first of a NULL-terminated list of valid WRs
-    /// that lives as long as the returned list. A send WR is the first
-    /// member of the container its opcode names (`ib_rdma_wr`,
-    /// `ib_atomic_wr`, `ib_reg_wr`, the last naming a live MR or none),
-    /// and of an `ib_ud_wr` when `datagram`, whose AH, if any, is a live
-    /// AH of a device routed by [`Adapter`]. `sg_list` of each WR has
-    /// `num_sge` valid entries. (`user` is not part of the contract: the
-    /// SGEs' addresses are never trusted, only read with copies that fail
-    /// on a bad one.)
-    pub(super) unsafe fn new(head: *const W, datagram: bool, user: bool) -> Self {
-        // INVARIANT: per the function's contract.
-        Self {
-            next: head,
-            current: head,
-            datagram,
-            user,
-            _list: PhantomData,
-        }
-    }
-}
-
-impl<W> WrList<'_, W> {
-    /// Turns the outcome of posting into the errno, pointing `bad_wr` at
-    /// the WR that failed.
-    ///
-    /// # Safety
-    ///
-    /// `bad_wr` is NULL or writable.
-    pub(super) unsafe fn finish(&self, ret: Result, bad_wr: *mut *const W) -> ffi::c_int {
-        match ret {
-            Ok(()) => 0,
-            Err(e) => {
-                if !bad_wr.is_null() {
-                    // SAFETY: per the function's contract.
-                    unsafe { *bad_wr = self.current };
-                }
-                e.to_errno()
-            }
-        }
-    }
-}
-
-impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
-    type Item = Result<SendWr<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: by the type invariant `next` is NULL or a valid WR, live
-        // for `'a`.
-        let wr = unsafe { self.next.as_ref()? };
-        self.current = self.next;
-        self.next = wr.next;
-        let flags = wr.send_flags;
-        // SAFETY: by the type invariant (the contract of `new`) the WR is
-        // the first member of the container its opcode names.
-        let (op, ex) = match unsafe { send_op(self.current) } {
-            Some(Ok(op)) => op,
-            Some(Err(e)) => return Some(Err(e)),
-            None => return Some(Err(EINVAL)),
-        };
-        // SAFETY: by the type invariant `sg_list` has `num_sge` entries,
-        // live for `'a`.
-        let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e)),
-        };
-        // SAFETY: a plain integer union, read as `send_op` says.
-        let ex_value = unsafe { wr.ex.imm_data };
-        let datagram = if self.datagram {
-            // SAFETY: by the type invariant, an `ib_ud_wr` whose AH is
-            // live and routed by `Adapter`.
-            match unsafe { datagram(self.current) } {
-                Some(d) => Some(d),
-                None => return Some(Err(EINVAL)),
-            }
-        } else {
-            None
-        };
-        Some(Ok(SendWr {
-            op,
-            // SAFETY: for user and wr_id-based kernel WRs this is the id;
-            // for `wr_cqe` users it is the pointer, returned as it came.
-            wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
-            signaled: flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0,
-            solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
-            imm: (ex == Ex::Imm).then_some(ex_value),
-            invalidate: (ex == Ex::Invalidate).then_some(Key::new(ex_value)),
-            sges,
-            datagram,
-            inline: flags & bindings::ib_send_flags_IB_SEND_INLINE != 0,
-            user: self.user,
-        }))
-    }
-}
-
-impl<'a> Iterator for WrList<'a, bindings::ib_recv_wr> {
-    type Item = Result<RecvWr<'a>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        // SAFETY: as for send WRs.
-        let wr = unsafe { self.next.as_ref()? };
-        self.current = self.next;
-        self.next = wr.next;
-        // SAFETY: by the type invariant `sg_list` has `num_sge` entries,
-        // live for `'a`.
-        let sges = match unsafe { sges(wr.sg_list, wr.num_sge) } {
-            Ok(s) => s,
-            Err(e) => return Some(Err(e)),
-        };
-        Some(Ok(RecvWr {
-            // SAFETY: as for send WRs.
-            wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
-            sges,
-        }))
-    }
-}
-
-/// Reads the destination of a UD send WR.
-///
-/// # Safety
-///
-/// `wr` is the first member of a valid `ib_ud_wr` whose AH, if any, is a
-/// live AH of a device routed by [`Adapter`].
-unsafe fn datagram(wr: *const bindings::ib_send_wr) -> Option<Datagram> {
-    // SAFETY: per the function's contract.
-    let ud = unsafe { &*wr.cast::<bindings::ib_ud_wr>() };
-    Some(Datagram {
-        // SAFETY: per the function's contract.
-        address: *unsafe { ah::address(ud.ah) }?,
-        remote_qpn: QpNum::new(ud.remote_qpn),
-        remote_qkey: ud.remote_qkey,
-    })
-}
-
-/// What the `ex` union of a send WR holds.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Ex {
-    None,
-    /// `imm_data`.
-    Imm,
-    /// `invalidate_rkey`, of a SEND_WITH_INV.
-    Invalidate,
-}
-
-/// Reads the operation of a send WR and what its `ex` union holds; `None`
-/// for an opcode rsoft does not implement.
-///
-/// # Safety
-///
-/// `wr` is valid and, for RDMA, atomic and REG_MR opcodes, the first
-/// member of an `ib_rdma_wr`, `ib_atomic_wr` or `ib_reg_wr` respectively,
-/// the last naming a live MR (or none).
-unsafe fn send_op(wr: *const bindings::ib_send_wr) -> Option<Result<(SendOp, Ex)>> {
-    // SAFETY: per the function's contract.
-    let (opcode, ex) = unsafe { ((*wr).opcode, (*wr).ex.invalidate_rkey) };
-    let rdma = || {
-        // SAFETY: per the function's contract, for the RDMA opcodes.
-        let r = unsafe { &*wr.cast::<bindings::ib_rdma_wr>() };
-        Remote {
-            addr: r.remote_addr,
-            rkey: Key::new(r.rkey),
-        }
-    };
-    let atomic = || {
-        // SAFETY: per the function's contract, for the atomic opcodes.
-        let a = unsafe { &*wr.cast::<bindings::ib_atomic_wr>() };
-        let remote = Remote {
-            addr: a.remote_addr,
-            rkey: Key::new(a.rkey),
-        };
-        (remote, a.compare_add, a.swap)
-    };
-    let reg = || {
-        // SAFETY: per the function's contract, for REG_MR.
-        let (r, mr) = unsafe {
-            let r = &*wr.cast::<bindings::ib_reg_wr>();
-            (r, r.mr.as_ref().ok_or(EINVAL)?)
-        };
-        Ok(FastReg {
-            mr: MrId::new(r.mr),
-            mr_key: Key::new(mr.lkey),
-            key: Key::new(r.key),
-            iova: mr.iova,
-            access: Access::from_request(r.access as u32)?,
-        })
-    };
-    Some(Ok(match opcode {
-        bindings::ib_wr_opcode_IB_WR_SEND => (SendOp::Send, Ex::None),
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM => (SendOp::Send, Ex::Imm),
-        bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV => (SendOp::Send, Ex::Invalidate),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE => (SendOp::RdmaWrite(rdma()), Ex::None),
-        bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM => (SendOp::RdmaWrite(rdma()), Ex::Imm),
-        bindings::ib_wr_opcode_IB_WR_RDMA_READ => (SendOp::RdmaRead(rdma()), Ex::None),
-        bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP => {
-            let (remote, compare, swap) = atomic();
-            let op = SendOp::CompareSwap {
-                remote,
-                compare,
-                swap,
-            };
-            (op, Ex::None)
-        }
-        bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD => {
-            let (remote, add, _) = atomic();
-            (SendOp::FetchAdd { remote, add }, Ex::None)
-        }
-        bindings::ib_wr_opcode_IB_WR_LOCAL_INV => {
-            (SendOp::Local(LocalOp::Invalidate(Key::new(ex))), Ex::None)
-        }
-        bindings::ib_wr_opcode_IB_WR_REG_MR => match reg() {
-            Ok(reg) => (SendOp::Local(LocalOp::RegMr(reg)), Ex::None),
-            Err(e) => return Some(Err(e)),
-        },
-        _ => return None,
-    }))
-}
-
-/// A send work request list.
-pub(crate) type SendWrs<'a> = WrList<'a, bindings::ib_send_wr>;
-/// A receive work request list.
-pub(crate) type RecvWrs<'a> = WrList<'a, bindings::ib_recv_wr>;
-
-type QpObject<T> = CoreObject<bindings::ib_qp, <T as Verbs>::Qp>;
+type QpObject<Q> = CoreObject<bindings::ib_qp, Q>;
 
 /// Reads the attributes `mask` selects out of `attr`.
 fn parse_modify(
@@ -821,13 +316,31 @@ fn parse_modify(
     Ok(m)
 }
 
-impl<T: Verbs> Adapter<T> {
-    pub(super) const QP_SIZE: usize = QpObject::<T>::SIZE;
+/// Routes the core's calls on QPs to the [`QpOps`] of `Q`. Its ops are in
+/// the table of a driver whose QPs are `Q`s, so every QP they are called on
+/// carries a `Q`, its CQs `Q::Cq`s and its SRQ a `Q::Srq`, on a device
+/// whose data is a `Q::Device`.
+pub(super) struct QpAdapter<Q>(PhantomData<Q>);
+
+impl<Q: QpOps> QpAdapter<Q> {
+    /// `ops` with the QP verbs of `Q`.
+    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            create_qp: Some(Self::create_qp),
+            modify_qp: Some(Self::modify_qp),
+            query_qp: Some(Self::query_qp),
+            destroy_qp: Some(Self::destroy_qp),
+            post_send: Some(Self::post_send),
+            post_recv: Some(Self::post_recv),
+            size_ib_qp: QpObject::<Q>::SIZE,
+            ..ops
+        }
+    }
 
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.create_qp`.
-    pub(super) unsafe extern "C" fn create_qp(
+    unsafe extern "C" fn create_qp(
         qp: *mut bindings::ib_qp,
         init: *mut bindings::ib_qp_init_attr,
         udata: *mut bindings::ib_udata,
@@ -853,11 +366,9 @@ impl<T: Verbs> Adapter<T> {
                     return Err(EINVAL);
                 };
                 // The QP's notifier holds it from now on.
-                QpObject::<T>::init_head(qp);
+                QpObject::<Q>::init_head(qp);
                 let attr = QpInitAttr {
-                    id: QpId {
-                        hold: Hold::new(qp).ok_or(EINVAL)?,
-                    },
+                    id: QpId::new(qp).ok_or(EINVAL)?,
                     pd: PdId::new((*qp).pd),
                     qp_type,
                     cap: QpCap::from_c(&init.cap),
@@ -866,18 +377,18 @@ impl<T: Verbs> Adapter<T> {
                     recv_cq,
                     // The core checked the SRQ is ours and holds it while
                     // the QP exists.
-                    srq: srq::data_of::<T>(init.srq),
+                    srq: srq::data_of::<Q::Srq>(init.srq),
                     // The core set the QP up before calling us.
                     notifier: QpNotifier::new(qp).ok_or(EINVAL)?,
                     user: !udata.is_null(),
                 };
-                let dev = Self::device((*qp).device);
-                let (qpn, cap, data) = T::Qp::create(dev, attr).inspect_err(|_| {
+                let dev = driver::<Q::Device>((*qp).device);
+                let (qpn, cap, data) = Q::create(dev, attr).inspect_err(|_| {
                     // The core frees the QP on failure: whatever the driver
                     // kept of it goes first.
-                    QpObject::<T>::wait_unheld(qp);
+                    QpObject::<Q>::wait_unheld(qp);
                 })?;
-                let Ok(()) = QpObject::<T>::init_data(qp, data);
+                let Ok(()) = QpObject::<Q>::init_data(qp, data);
                 // Completions may name the QP from now on: on failure
                 // above none can, and the core frees the QP at once.
                 CoreHead::of(qp).cqes().open();
@@ -891,7 +402,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.modify_qp`.
-    pub(super) unsafe extern "C" fn modify_qp(
+    unsafe extern "C" fn modify_qp(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
         mask: ffi::c_int,
@@ -901,8 +412,8 @@ impl<T: Verbs> Adapter<T> {
             // SAFETY: `qp` is a live QP of ours and `attr` is valid.
             unsafe {
                 let m = parse_modify(&*attr, mask as u32, (*qp).qp_type)?;
-                let dev = Self::device((*qp).device);
-                QpObject::<T>::data(qp).modify(dev, &m)?;
+                let dev = driver::<Q::Device>((*qp).device);
+                QpObject::<Q>::data(qp).modify(dev, &m)?;
             }
             Ok(0)
         })
@@ -911,7 +422,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.query_qp`.
-    pub(super) unsafe extern "C" fn query_qp(
+    unsafe extern "C" fn query_qp(
         qp: *mut bindings::ib_qp,
         attr: *mut bindings::ib_qp_attr,
         _mask: ffi::c_int,
@@ -921,8 +432,8 @@ impl<T: Verbs> Adapter<T> {
             // SAFETY: `qp` is a live QP of ours; `attr` and `init` are valid
             // for writes, and all-zero is a valid value of both.
             unsafe {
-                let dev = Self::device((*qp).device);
-                let q = QpObject::<T>::data(qp).query(dev)?;
+                let dev = driver::<Q::Device>((*qp).device);
+                let q = QpObject::<Q>::data(qp).query(dev)?;
                 // uverbs hands over kmalloc'ed buffers: what is not written
                 // below (pkey_index, alternate path, ...) must read as 0,
                 // not as old heap.
@@ -945,7 +456,8 @@ impl<T: Verbs> Adapter<T> {
                 attr.max_dest_rd_atomic = q.max_dest_rd_atomic;
                 attr.qkey = q.qkey;
                 attr.port_num = 1;
-                let roce = DeviceObject::<T>::data((*qp).device).link_layer == LinkLayer::Ethernet;
+                let roce =
+                    DeviceObject::<Q::Device>::data((*qp).device).link_layer == LinkLayer::Ethernet;
                 q.av.write_to(&mut attr.ah_attr, roce);
                 q.cap.write_to(&mut attr.cap);
                 q.cap.write_to(&mut init.cap);
@@ -965,7 +477,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.destroy_qp`.
-    pub(super) unsafe extern "C" fn destroy_qp(
+    unsafe extern "C" fn destroy_qp(
         qp: *mut bindings::ib_qp,
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
@@ -980,17 +492,17 @@ impl<T: Verbs> Adapter<T> {
             let cqes = CoreHead::of(qp).cqes();
             // Closed: a destroy that failed below ran the driver's already.
             if !cqes.is_closed() {
-                let dev = Self::device((*qp).device);
-                QpObject::<T>::data(qp).destroy(dev);
+                let dev = driver::<Q::Device>((*qp).device);
+                QpObject::<Q>::data(qp).destroy(dev);
                 cqes.close();
             }
             // uverbs reads `wc->qp` of every completion it polls, kernel
             // consumers use it too.
             let name = QpName::new(CoreHead::of(qp));
             let (send_cq, recv_cq) = ((*qp).send_cq, (*qp).recv_cq);
-            cq::data_of::<T>(send_cq).purge(name);
+            cq::data_of::<Q::Cq>(send_cq).purge(name);
             if recv_cq != send_cq {
-                cq::data_of::<T>(recv_cq).purge(name);
+                cq::data_of::<Q::Cq>(recv_cq).purge(name);
             }
             if !cqes.is_empty() {
                 pr_err!(
@@ -999,7 +511,7 @@ impl<T: Verbs> Adapter<T> {
                 );
                 return EBUSY.to_errno();
             }
-            QpObject::<T>::drop_data(qp);
+            QpObject::<Q>::drop_data(qp);
         }
         0
     }
@@ -1007,7 +519,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.post_send`.
-    pub(super) unsafe extern "C" fn post_send(
+    unsafe extern "C" fn post_send(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_send_wr,
         bad_wr: *mut *const bindings::ib_send_wr,
@@ -1031,8 +543,8 @@ impl<T: Verbs> Adapter<T> {
         let mut wrs = unsafe { SendWrs::new(wr, datagram, user) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
-            let dev = Self::device((*qp).device);
-            QpObject::<T>::data(qp).post_send(dev, &mut wrs)
+            let dev = driver::<Q::Device>((*qp).device);
+            QpObject::<Q>::data(qp).post_send(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
         unsafe { wrs.finish(ret, bad_wr) }
@@ -1041,7 +553,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.post_recv`.
-    pub(super) unsafe extern "C" fn post_recv(
+    unsafe extern "C" fn post_recv(
         qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
@@ -1052,8 +564,8 @@ impl<T: Verbs> Adapter<T> {
         let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
-            let dev = Self::device((*qp).device);
-            QpObject::<T>::data(qp).post_recv(dev, &mut wrs)
+            let dev = driver::<Q::Device>((*qp).device);
+            QpObject::<Q>::data(qp).post_recv(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
         unsafe { wrs.finish(ret, bad_wr) }

@@ -2,7 +2,7 @@
 
 //! Driver attributes in the core's resource tracking (`rdma res show -d`).
 
-use super::{bindings, cq::CqOps, object::CoreObject, verbs::Adapter, Verbs};
+use super::bindings;
 use core::marker::PhantomData;
 use kernel::{error::to_result, ffi, prelude::*, str::CStr};
 
@@ -26,36 +26,36 @@ impl DriverAttrs<'_> {
     }
 }
 
-impl<T: Verbs> Adapter<T> {
-    /// # Safety
-    ///
-    /// Only the RDMA core calls this, as `ib_device_ops.fill_res_cq_entry`.
-    pub(super) unsafe extern "C" fn fill_res_cq_entry(
-        msg: *mut bindings::sk_buff,
-        cq: *mut bindings::ib_cq,
-    ) -> ffi::c_int {
-        // SAFETY: the core passes the message it is building.
-        let nest = unsafe { bindings::rsoft_nl_driver_start(msg) };
-        if nest.is_null() {
-            return -(kernel::bindings::EMSGSIZE as ffi::c_int);
+/// Fills the driver's nest of `msg` with `fill`: the nest is closed when
+/// `fill` succeeds and taken back out of the message when it fails.
+///
+/// # Safety
+///
+/// `msg` is a restrack message the core is building, for the call of its
+/// `fill_res_*_entry` op this runs in.
+pub(super) unsafe fn fill_driver_attrs(
+    msg: *mut bindings::sk_buff,
+    fill: impl FnOnce(&mut DriverAttrs<'_>) -> Result,
+) -> ffi::c_int {
+    // SAFETY: per the function's contract.
+    let nest = unsafe { bindings::rsoft_nl_driver_start(msg) };
+    if nest.is_null() {
+        return -(kernel::bindings::EMSGSIZE as ffi::c_int);
+    }
+    let mut attrs = DriverAttrs {
+        msg,
+        _msg: PhantomData,
+    };
+    match fill(&mut attrs) {
+        Ok(()) => {
+            // SAFETY: `nest` was opened above on `msg`.
+            unsafe { bindings::rsoft_nl_driver_end(msg, nest) };
+            0
         }
-        let mut attrs = DriverAttrs {
-            msg,
-            _msg: PhantomData,
-        };
-        // SAFETY: the core holds a reference on the live CQ.
-        let data = unsafe { CoreObject::<bindings::ib_cq, T::Cq>::data(cq) };
-        match data.fill_res(&mut attrs) {
-            Ok(()) => {
-                // SAFETY: `nest` was opened above on `msg`.
-                unsafe { bindings::rsoft_nl_driver_end(msg, nest) };
-                0
-            }
-            Err(e) => {
-                // SAFETY: as above.
-                unsafe { bindings::rsoft_nl_driver_cancel(msg, nest) };
-                e.to_errno()
-            }
+        Err(e) => {
+            // SAFETY: as above.
+            unsafe { bindings::rsoft_nl_driver_cancel(msg, nest) };
+            e.to_errno()
         }
     }
 }

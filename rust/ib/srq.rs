@@ -4,13 +4,10 @@
 //! the handle through which the driver raises the limit event.
 
 use super::{
-    bindings, eopnotsupp,
-    event::Notifier,
-    object::CoreObject,
-    qp::{PdId, RecvWrs},
-    verbs::Adapter,
-    Verbs,
+    bindings, device_data::driver, eopnotsupp, event::Notifier, ids::PdId, object::CoreObject,
+    wr::RecvWrs,
 };
+use core::marker::PhantomData;
 use kernel::{error::from_result, ffi, prelude::*};
 
 /// Sizes and limit of an SRQ (`struct ib_srq_attr`).
@@ -56,11 +53,11 @@ pub(crate) trait SrqOps: Send + Sync + Sized {
 ///
 /// # Safety
 ///
-/// `srq` is NULL or a live SRQ of a `T` device whose data is initialised,
-/// and stays so for `'a`.
-pub(super) unsafe fn data_of<'a, T: Verbs>(srq: *mut bindings::ib_srq) -> Option<Pin<&'a T::Srq>> {
+/// `srq` is NULL or a live SRQ whose data, an `S`, is initialised, and
+/// stays so for `'a`.
+pub(super) unsafe fn data_of<'a, S>(srq: *mut bindings::ib_srq) -> Option<Pin<&'a S>> {
     // SAFETY: per the function's contract.
-    (!srq.is_null()).then(|| unsafe { SrqObject::<T>::data(srq) })
+    (!srq.is_null()).then(|| unsafe { SrqObject::<S>::data(srq) })
 }
 
 /// Raises the events of one SRQ.
@@ -73,7 +70,7 @@ impl SrqNotifier {
     }
 }
 
-type SrqObject<T> = CoreObject<bindings::ib_srq, <T as Verbs>::Srq>;
+type SrqObject<S> = CoreObject<bindings::ib_srq, S>;
 
 impl SrqAttr {
     fn write_to(&self, a: &mut bindings::ib_srq_attr) {
@@ -83,13 +80,29 @@ impl SrqAttr {
     }
 }
 
-impl<T: Verbs> Adapter<T> {
-    pub(super) const SRQ_SIZE: usize = SrqObject::<T>::SIZE;
+/// Routes the core's calls on SRQs to the [`SrqOps`] of `S`. Its ops are in
+/// the table of a driver whose SRQs are `S`s, so every SRQ they are called
+/// on carries an `S`, on a device whose data is an `S::Device`.
+pub(super) struct SrqAdapter<S>(PhantomData<S>);
+
+impl<S: SrqOps> SrqAdapter<S> {
+    /// `ops` with the SRQ verbs of `S`.
+    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            create_srq: Some(Self::create_srq),
+            modify_srq: Some(Self::modify_srq),
+            query_srq: Some(Self::query_srq),
+            destroy_srq: Some(Self::destroy_srq),
+            post_srq_recv: Some(Self::post_srq_recv),
+            size_ib_srq: SrqObject::<S>::SIZE,
+            ..ops
+        }
+    }
 
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.create_srq`.
-    pub(super) unsafe extern "C" fn create_srq(
+    unsafe extern "C" fn create_srq(
         srq: *mut bindings::ib_srq,
         init: *mut bindings::ib_srq_init_attr,
         _udata: *mut bindings::ib_udata,
@@ -110,14 +123,14 @@ impl<T: Verbs> Adapter<T> {
                 };
                 // The core set the SRQ up before calling us; the SRQ's
                 // destroy waits for the notifier.
-                SrqObject::<T>::init_head(srq);
+                SrqObject::<S>::init_head(srq);
                 let notifier = SrqNotifier::new(srq).ok_or(EINVAL)?;
-                let dev = Self::device((*srq).device);
-                let created = T::Srq::create(dev, PdId::new((*srq).pd), &mut attr, notifier);
+                let dev = driver::<S::Device>((*srq).device);
+                let created = S::create(dev, PdId::new((*srq).pd), &mut attr, notifier);
                 // The core frees the SRQ on failure: whatever the driver kept
                 // of it goes first.
-                let data = created.inspect_err(|_| SrqObject::<T>::wait_unheld(srq))?;
-                let Ok(()) = SrqObject::<T>::init_data(srq, data);
+                let data = created.inspect_err(|_| SrqObject::<S>::wait_unheld(srq))?;
+                let Ok(()) = SrqObject::<S>::init_data(srq, data);
                 attr.write_to(&mut init.attr);
             }
             Ok(0)
@@ -127,7 +140,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.modify_srq`.
-    pub(super) unsafe extern "C" fn modify_srq(
+    unsafe extern "C" fn modify_srq(
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
         mask: bindings::ib_srq_attr_mask,
@@ -142,8 +155,8 @@ impl<T: Verbs> Adapter<T> {
                     max_wr: has(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR).then_some(attr.max_wr),
                     limit: has(bindings::ib_srq_attr_mask_IB_SRQ_LIMIT).then_some(attr.srq_limit),
                 };
-                let dev = Self::device((*srq).device);
-                SrqObject::<T>::data(srq).modify(dev, &m)?;
+                let dev = driver::<S::Device>((*srq).device);
+                SrqObject::<S>::data(srq).modify(dev, &m)?;
             }
             Ok(0)
         })
@@ -152,15 +165,15 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.query_srq`.
-    pub(super) unsafe extern "C" fn query_srq(
+    unsafe extern "C" fn query_srq(
         srq: *mut bindings::ib_srq,
         attr: *mut bindings::ib_srq_attr,
     ) -> ffi::c_int {
         from_result(|| {
             // SAFETY: `srq` is a live SRQ of ours and `attr` is writable.
             unsafe {
-                let dev = Self::device((*srq).device);
-                let a = SrqObject::<T>::data(srq).query(dev)?;
+                let dev = driver::<S::Device>((*srq).device);
+                let a = SrqObject::<S>::data(srq).query(dev)?;
                 a.write_to(&mut *attr);
             }
             Ok(0)
@@ -170,7 +183,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.destroy_srq`.
-    pub(super) unsafe extern "C" fn destroy_srq(
+    unsafe extern "C" fn destroy_srq(
         srq: *mut bindings::ib_srq,
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
@@ -178,8 +191,8 @@ impl<T: Verbs> Adapter<T> {
         // (the core checked); the core frees it after this returns, and
         // `drop_data` waits for the notifier the driver was given.
         unsafe {
-            SrqObject::<T>::data(srq).destroy(Self::device((*srq).device));
-            SrqObject::<T>::drop_data(srq);
+            SrqObject::<S>::data(srq).destroy(driver::<S::Device>((*srq).device));
+            SrqObject::<S>::drop_data(srq);
         }
         0
     }
@@ -187,7 +200,7 @@ impl<T: Verbs> Adapter<T> {
     /// # Safety
     ///
     /// Only the RDMA core calls this, as `ib_device_ops.post_srq_recv`.
-    pub(super) unsafe extern "C" fn post_srq_recv(
+    unsafe extern "C" fn post_srq_recv(
         srq: *mut bindings::ib_srq,
         wr: *const bindings::ib_recv_wr,
         bad_wr: *mut *const bindings::ib_recv_wr,
@@ -198,8 +211,8 @@ impl<T: Verbs> Adapter<T> {
         let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `srq` is a live SRQ of ours.
         let ret = unsafe {
-            let dev = Self::device((*srq).device);
-            SrqObject::<T>::data(srq).post_recv(dev, &mut wrs)
+            let dev = driver::<S::Device>((*srq).device);
+            SrqObject::<S>::data(srq).post_recv(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
         unsafe { wrs.finish(ret, bad_wr) }

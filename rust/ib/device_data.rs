@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What the `ib` layer keeps behind each `ib_device`: its own part (the
+//! list the device is on, its link layer, the port state last announced),
+//! then the driver's, and the list itself.
+//!
+//! Every op of a device reaches the driver's data from here. The data is
+//! typed by the driver's device type alone, not by its whole [`super::Verbs`],
+//! so that each kind of object can route its ops without naming the others.
+
+use super::{
+    attr::LinkLayer,
+    bindings,
+    compat::swap_remove,
+    netdev::{EthLink, PortNetDev},
+    object::CoreObject,
+};
+use core::{
+    ptr::{self, NonNull},
+    sync::atomic::AtomicBool,
+};
+use kernel::{
+    prelude::*,
+    sync::{Arc, Mutex},
+};
+
+/// A device of the list, by the core's pointer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) struct Listed(pub(super) NonNull<bindings::ib_device>);
+
+// SAFETY: only an address; whoever dereferences it proves it live.
+unsafe impl Send for Listed {}
+
+/// The registered devices of one driver.
+#[pin_data]
+pub(super) struct DeviceList {
+    #[pin]
+    pub(super) devices: Mutex<KVec<Listed>>,
+}
+
+impl DeviceList {
+    /// Whether `ib` is a device of the list, that is, a live device whose
+    /// driver data is a [`DeviceData`] of this driver.
+    pub(super) fn contains(&self, ib: *const bindings::ib_device) -> bool {
+        self.devices
+            .lock()
+            .iter()
+            .any(|d| ptr::eq(d.0.as_ptr(), ib))
+    }
+
+    pub(super) fn remove(&self, ib: *mut bindings::ib_device) {
+        let mut devices = self.devices.lock();
+        if let Some(i) = devices.iter().position(|d| d.0.as_ptr() == ib) {
+            swap_remove(&mut devices, i);
+        }
+    }
+}
+
+/// The `ib` layer's part of a device, then the driver's `D`.
+#[pin_data]
+pub(super) struct DeviceData<D> {
+    pub(super) list: Arc<DeviceList>,
+    pub(super) link_layer: LinkLayer,
+    /// The port state last announced with a port event.
+    pub(super) port_up: AtomicBool,
+    #[pin]
+    pub(super) driver: D,
+}
+
+/// A device whose driver data is a `D`.
+pub(super) type DeviceObject<D> = CoreObject<bindings::ib_device, DeviceData<D>>;
+
+/// The driver's data of a device.
+///
+/// # Safety
+///
+/// `ib` is a device registered (or being registered) by
+/// [`super::Devices`] whose driver data is a `D`: any device that one of
+/// the core's calls names, in an op of the table built for `D`'s driver.
+pub(super) unsafe fn driver<'a, D>(ib: *const bindings::ib_device) -> &'a D {
+    // SAFETY: the registration initialised the device data before
+    // registering, and `dealloc_driver`, the core's last call, drops it,
+    // so it is live during any other callback of the core.
+    &unsafe { DeviceObject::<D>::data(ib) }.get_ref().driver
+}
+
+/// The link of port `port`: its netdev's state on a RoCE port, `None` on
+/// an InfiniBand port.
+///
+/// # Safety
+///
+/// As for [`driver`], and `port` is a port of `ib`.
+pub(super) unsafe fn link<D>(ib: *mut bindings::ib_device, port: u32) -> Option<EthLink> {
+    // SAFETY: per the function's contract.
+    let data = unsafe { DeviceObject::<D>::data(ib) };
+    if data.link_layer == LinkLayer::InfiniBand {
+        return None;
+    }
+    // SAFETY: per the function's contract. A netdev on its way out
+    // leaves the port down.
+    let netdev = unsafe { PortNetDev::of(ib, port) };
+    Some(netdev.map_or(EthLink { up: false, mtu: 0 }, |n| n.get().link()))
+}
+
+/// # Safety
+///
+/// Only the RDMA core calls this, as `ib_device_ops.dealloc_driver` of a
+/// device whose driver data is a `D`.
+pub(super) unsafe extern "C" fn dealloc_driver<D>(ib: *mut bindings::ib_device) {
+    // SAFETY: the core calls this once, when nothing runs on the device any
+    // more and just before it frees it; the data was initialised before the
+    // ops (and so this op) were set.
+    unsafe {
+        DeviceObject::<D>::data(ib).list.remove(ib);
+        DeviceObject::<D>::drop_data(ib);
+    }
+}
