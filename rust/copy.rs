@@ -5,8 +5,9 @@
 //! lock held, each piece through a reference to its MR.
 
 use crate::{
-    ib::{self, Access, Memory, PdId, Remote, Sge},
-    mr::{MrKey, MrUse, Mrs},
+    ib::{self, Access, Memory, PdId},
+    mr::{MrUse, Mrs},
+    wq::SgeCopy,
 };
 use kernel::prelude::*;
 
@@ -14,35 +15,6 @@ use kernel::prelude::*;
 /// QP being destroyed: what bounds the time a CPU spends without a chance
 /// to run something else.
 const CHUNK: u32 = 64 * 1024;
-
-/// An SGE as queued in a work queue.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct SgeCopy {
-    pub(crate) addr: u64,
-    pub(crate) length: u32,
-    pub(crate) lkey: MrKey,
-}
-
-impl From<&Sge> for SgeCopy {
-    fn from(s: &Sge) -> Self {
-        Self {
-            addr: s.addr(),
-            length: s.length(),
-            lkey: MrKey::of(s.lkey()),
-        }
-    }
-}
-
-impl SgeCopy {
-    /// The remote buffer of an RDMA or atomic operation, `len` bytes.
-    pub(crate) fn remote(r: Remote, len: u32) -> Self {
-        Self {
-            addr: r.addr,
-            length: len,
-            lkey: MrKey::of(r.rkey),
-        }
-    }
-}
 
 /// Why an SGE cannot be used.
 #[derive(Clone, Copy, PartialEq, Eq)]

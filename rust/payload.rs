@@ -4,9 +4,10 @@
 //! memory, or the inline data copied into its WQE when it was posted.
 
 use crate::{
-    copy::{check_sges, copy_sges, write_sges, BadSge, Pace, SgeCopy},
+    copy::{check_sges, copy_sges, write_sges, BadSge, Pace},
     ib::{Access, PdId},
     mr::Mrs,
+    wq::SgeCopy,
 };
 use kernel::prelude::*;
 

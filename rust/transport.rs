@@ -22,12 +22,7 @@ pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};
 
 use crate::{
-    complete::After,
-    copy::{Pace, SgeCopy},
-    ib::Address,
-    net::Net,
-    qp::QpUse,
-    scratch::Buf,
+    complete::After, copy::Pace, ib::Address, net::Net, qp::QpUse, scratch::Buf, wq::SgeCopy,
 };
 
 /// Where a request goes.

@@ -6,7 +6,8 @@
 //! the WQE has, into memory it owns, instead of moving fixed-size lists by
 //! value through its calls.
 
-use crate::{copy::SgeCopy, limits};
+use super::wq::SgeCopy;
+use crate::limits;
 use kernel::prelude::*;
 
 /// A fixed-size buffer of `T`s.

@@ -3,11 +3,38 @@
 //! Work queues: the FIFO of work requests behind a QP's send or receive
 //! queue and an SRQ, sized at creation so that posting never allocates.
 
-use crate::{
-    copy::SgeCopy,
-    ib::{Datagram, Key, LocalOp, RecvWrs, SendOp, WcOpcode},
-};
+use super::mr::MrKey;
+use crate::ib::{Datagram, Key, LocalOp, RecvWrs, Remote, SendOp, Sge, WcOpcode};
 use kernel::prelude::*;
+
+/// An SGE as queued in a work queue.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SgeCopy {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: MrKey,
+}
+
+impl From<&Sge> for SgeCopy {
+    fn from(s: &Sge) -> Self {
+        Self {
+            addr: s.addr(),
+            length: s.length(),
+            lkey: MrKey::of(s.lkey()),
+        }
+    }
+}
+
+impl SgeCopy {
+    /// The remote buffer of an RDMA or atomic operation, `len` bytes.
+    pub(crate) fn remote(r: Remote, len: u32) -> Self {
+        Self {
+            addr: r.addr,
+            length: len,
+            lkey: MrKey::of(r.rkey),
+        }
+    }
+}
 
 /// A queued work request.
 #[derive(Clone, Copy)]

@@ -5,14 +5,13 @@
 
 use super::packet::Opcode;
 use crate::{
-    copy::SgeCopy,
     ib::Address,
     payload::Payload,
     psn::Psn,
     qp::{QpInner, QpUse, Qpn},
     retry::Budget,
     scratch::Buf,
-    wq::Wqe,
+    wq::{SgeCopy, Wqe},
 };
 
 /// The head send WQE of a QP and what executing it needs of the QP,

@@ -6,14 +6,13 @@
 //! call, with the data left where it is and copied once by whoever takes it.
 
 use crate::{
-    copy::SgeCopy,
     counters::Counter,
     ib::{Datagram, Gid, Key, SendOp},
     net::Link,
     payload::Payload,
     psn::Psn,
     qp::Qpn,
-    wq::Wqe,
+    wq::{SgeCopy, Wqe},
 };
 
 /// The operation of a request, as the BTH opcode names it for its QP type.

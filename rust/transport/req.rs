@@ -14,13 +14,14 @@ use super::{
 };
 use crate::{
     complete::After,
-    copy::{BadSge, Pace, SgeCopy},
+    copy::{BadSge, Pace},
     fastreg,
     ib::{Access, SendOp, WcStatus},
     limits,
     net::Net,
     qp::{QpUse, Qpn},
     scratch::Buf,
+    wq::SgeCopy,
 };
 
 /// A `remote_qkey` with this bit set means "use the sending QP's Q_Key".

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     complete::{self, After},
-    copy::{check_sges, write_sges, BadSge, Pace, SgeCopy},
+    copy::{check_sges, write_sges, BadSge, Pace},
     grh::{self, GRH_LEN},
     ib::{Access, PdId, QpState, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     mr::MrKey,
@@ -22,7 +22,7 @@ use crate::{
     psn::Sequence,
     qp::{QpInner, QpShared, QpUse},
     scratch::Buf,
-    wq::{WorkQueue, Wqe},
+    wq::{SgeCopy, WorkQueue, Wqe},
 };
 use kernel::prelude::*;
 

@@ -4,7 +4,6 @@
 //! is the engine's ([`crate::engine`]).
 
 use crate::{
-    copy::SgeCopy,
     cq::RsoftCq,
     device::RsoftDevice,
     engine,
@@ -16,7 +15,7 @@ use crate::{
     qp::{Ctx, Qp, QpShared},
     srq::Srq,
     transport,
-    wq::Wqe,
+    wq::{SgeCopy, Wqe},
 };
 use kernel::prelude::*;
 

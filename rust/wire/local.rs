@@ -7,11 +7,12 @@
 
 use crate::{
     complete::After,
-    copy::{Pace, SgeCopy},
+    copy::Pace,
     net::Net,
     qp::QpUse,
     scratch::Buf,
     transport::{self, Dest, Request, Response, Wire},
+    wq::SgeCopy,
 };
 
 /// Delivery to the QPs of local rsoft ports.
