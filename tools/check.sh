@@ -47,6 +47,13 @@ else
 	tap "not ok" "rustfmt: rust/ is formatted as the kernel's .rustfmt.toml says"
 fi
 
+if out=$(python3 tools/import-cycles.py rust/rsoft.rs 2>&1); then
+	tap ok "imports: no cycle between the modules of rust/"
+else
+	tap "not ok" "imports: no cycle between the modules of rust/"
+	sed 's/^/# /' <<<"$out"
+fi
+
 say "host tests of the CQ ring (cargo test: model and loom)"
 (cd tools/ring-test && cargo test --quiet 2>&1 &&
 	RUSTFLAGS="--cfg loom" cargo test --quiet --release --test loom 2>&1) | tee -a "$log"
