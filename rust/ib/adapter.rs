@@ -73,10 +73,17 @@ impl<T: Verbs> Adapter<T> {
             // size.
             ..unsafe { MaybeUninit::zeroed().assume_init() }
         };
-        let ops = CqAdapter::<T::Cq>::ops(ops);
-        let ops = QpAdapter::<T::Qp>::ops(ops);
-        let ops = MrAdapter::<T::Mr>::ops(ops);
-        SrqAdapter::<T::Srq>::ops(ops)
+        // SAFETY: the table is set only on devices of `Devices<T>`, whose
+        // data is a `DeviceData<T::Device>` (`Devices::register`). `Verbs`
+        // makes every object type's `Device` `T::Device`, and a QP's `Cq`
+        // and `Srq` `T::Cq` and `T::Srq`, whose ops these are: every CQ,
+        // QP, MR and SRQ of such a device comes from these ops.
+        unsafe {
+            let ops = CqAdapter::<T::Cq>::ops(ops);
+            let ops = QpAdapter::<T::Qp>::ops(ops);
+            let ops = MrAdapter::<T::Mr>::ops(ops);
+            SrqAdapter::<T::Srq>::ops(ops)
+        }
     };
 
     /// The driver's data of device `ib`.

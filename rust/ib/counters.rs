@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Per-port hardware counters through the core's hw stats interface
-//! (`rdma statistic show`, `/sys/class/infiniband/*/ports/*/hw_counters`).
+//! The names of per-port hardware counters, as the core's hw stats
+//! interface lists them (`rdma statistic show`,
+//! `/sys/class/infiniband/*/ports/*/hw_counters`); their ops are the
+//! adapter's (`adapter/counters.rs`).
 
 use super::{bindings, compat::c_str_ptr};
 use kernel::str::CStr;

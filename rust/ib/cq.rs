@@ -346,14 +346,23 @@ pub(super) unsafe fn data_of<'a, C>(cq: *mut bindings::ib_cq) -> Pin<&'a C> {
 const IGNORE_OVERRUN: u32 =
     bindings::ib_uverbs_ex_create_cq_flags_IB_UVERBS_CQ_FLAGS_IGNORE_OVERRUN;
 
-/// Routes the core's calls on CQs to the [`CqOps`] of `C`. Its ops are in
-/// the table of a driver whose CQs are `C`s, so every CQ they are called on
-/// carries a `C`, on a device whose data is a `C::Device`.
+/// Routes the core's calls on CQs to the [`CqOps`] of `C`.
+///
+/// # Invariants
+///
+/// Its ops are only in the tables that [`Self::ops`]' contract allows, so every
+/// CQ they are called on carries a `C`, on a device whose data is a
+/// `C::Device`.
 pub(super) struct CqAdapter<C>(PhantomData<C>);
 
 impl<C: CqOps> CqAdapter<C> {
     /// `ops` with the CQ verbs of `C`.
-    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+    ///
+    /// # Safety
+    ///
+    /// The table is set only on devices whose data is a
+    /// `DeviceData<C::Device>`, and every CQ of them comes from these ops.
+    pub(super) const unsafe fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
         let ops = bindings::ib_device_ops {
             create_cq: Some(Self::create_cq),
             destroy_cq: Some(Self::destroy_cq),
@@ -368,6 +377,20 @@ impl<C: CqOps> CqAdapter<C> {
             ..ops
         };
         with_resize_cq::<Self>(ops, C::HAS_RESIZE)
+    }
+
+    /// The driver's data of `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the device of an object that the core handed to one of
+    /// these ops.
+    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a C::Device
+    where
+        C::Device: 'a,
+    {
+        // SAFETY: by the type invariant its data is a `C::Device`.
+        unsafe { driver(ib) }
     }
 
     /// # Safety
@@ -391,7 +414,7 @@ impl<C: CqOps> CqAdapter<C> {
                     comp_vector: attr.comp_vector,
                     ignore_overrun: attr.flags & IGNORE_OVERRUN != 0,
                 };
-                let dev = driver::<C::Device>((*cq).device);
+                let dev = Self::device((*cq).device);
                 let (capacity, init) = C::create(dev, &attr)?;
                 (*cq).cqe = capacity.try_into()?;
                 let Ok(()) = CqObject::<C>::init(cq, init);
@@ -412,7 +435,7 @@ impl<C: CqOps> CqAdapter<C> {
         // (`CqRef::data`), and the core frees the memory after this returns.
         unsafe {
             CqObject::<C>::wait_unheld(cq);
-            CqObject::<C>::data(cq).destroy(driver::<C::Device>((*cq).device));
+            CqObject::<C>::data(cq).destroy(Self::device((*cq).device));
             CqObject::<C>::drop_data(cq);
         }
         0
@@ -482,7 +505,7 @@ impl<C: CqOps> ResizeCq for CqAdapter<C> {
             // SAFETY: `cq` is a live CQ of ours; the core serialises resize
             // with other calls that change `cqe`.
             unsafe {
-                let dev = driver::<C::Device>((*cq).device);
+                let dev = Self::device((*cq).device);
                 let data = CqObject::<C>::data(cq);
                 let capacity = data.resize(dev, cqe)?;
                 (*cq).cqe = capacity.try_into()?;

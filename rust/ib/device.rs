@@ -12,7 +12,7 @@ use super::{
     adapter::Adapter,
     attr::LinkLayer,
     bindings,
-    device_data::{DeviceData, DeviceList, DeviceObject, Listed},
+    device_data::{DeviceData, DeviceList, DeviceObject},
     netdev::NetDev,
     Verbs,
 };
@@ -21,7 +21,7 @@ use core::{
     ptr::{self, NonNull},
     sync::atomic::AtomicBool,
 };
-use kernel::{error::to_result, new_mutex, prelude::*, str::CStr, sync::Arc};
+use kernel::{error::to_result, prelude::*, str::CStr, sync::Arc};
 
 /// How a device presents itself to the core, fixed before registration.
 pub(crate) struct DeviceConfig<'a> {
@@ -75,14 +75,8 @@ impl Provider {
 
 impl<T: Verbs> Devices<T> {
     pub(crate) fn new(module: &'static ThisModule, provider: Provider) -> Result<Self> {
-        let list = Arc::pin_init(
-            pin_init!(DeviceList {
-                devices <- new_mutex!(KVec::new(), "rsoft_devices"),
-            }),
-            GFP_KERNEL,
-        )?;
         Ok(Self {
-            list,
+            list: DeviceList::new()?,
             module,
             provider,
             _verbs: PhantomData,
@@ -125,7 +119,9 @@ impl<T: Verbs> Devices<T> {
             return Err(e);
         }
 
-        // SAFETY: `raw` is allocated and not yet visible to anyone else.
+        // SAFETY: `raw` is allocated and not yet visible to anyone else. Its
+        // data was initialised above as the `DeviceData<T::Device>` that
+        // `Adapter::<T>::OPS` expects of every device it is set on.
         unsafe {
             bindings::ib_set_device_ops(raw, &Adapter::<T>::OPS);
             // The core pins this module while a process has the device open.
@@ -151,10 +147,10 @@ impl<T: Verbs> Devices<T> {
         }
         // Listed before it is registered: once registered, anyone may
         // unregister it, and `dealloc_driver` unlists it.
-        if let Err(e) = self.list.devices.lock().push(Listed(ib), GFP_KERNEL) {
+        if let Err(e) = self.list.add(ib) {
             // SAFETY: never registered; `dealloc_driver` drops the data.
             unsafe { bindings::ib_dealloc_device(raw) };
-            return Err(e.into());
+            return Err(e);
         }
 
         // SAFETY: the device is fully set up; the name is NUL-terminated.
@@ -176,27 +172,16 @@ impl<T: Verbs> Devices<T> {
 
 impl<T: Verbs> Drop for Devices<T> {
     fn drop(&mut self) {
-        loop {
-            let next = {
-                let devices = self.list.devices.lock();
-                let Some(&next) = devices.last() else {
-                    break;
-                };
-                // SAFETY: a listed device has not reached `dealloc_driver`
-                // (which unlists it under this lock), so the core has not
-                // dropped its reference; this one keeps the memory.
-                unsafe { bindings::rsoft_ib_device_hold(next.0.as_ptr()) };
-                next
-            };
-            // SAFETY: held above. Unregistering a device that is being or
-            // has been unregistered by someone else waits for that, and
-            // either way `dealloc_driver` has run when this returns.
-            unsafe { bindings::ib_unregister_device(next.0.as_ptr()) };
+        while let Some(next) = self.list.hold_last() {
+            // SAFETY: held. Unregistering a device that is being or has
+            // been unregistered by someone else waits for that, and either
+            // way `dealloc_driver` has run when this returns.
+            unsafe { bindings::ib_unregister_device(next.as_ptr()) };
             // Only a device whose registration never finished could still
             // be listed; never loop on it.
-            self.list.remove(next.0.as_ptr());
-            // SAFETY: the reference taken above.
-            unsafe { bindings::rsoft_ib_device_unhold(next.0.as_ptr()) };
+            self.list.remove(next.as_ptr());
+            // SAFETY: the reference `hold_last` took.
+            unsafe { bindings::rsoft_ib_device_unhold(next.as_ptr()) };
         }
     }
 }

@@ -20,13 +20,14 @@ use core::{
     sync::atomic::AtomicBool,
 };
 use kernel::{
+    new_mutex,
     prelude::*,
     sync::{Arc, Mutex},
 };
 
 /// A device of the list, by the core's pointer.
 #[derive(Clone, Copy, PartialEq, Eq)]
-pub(super) struct Listed(pub(super) NonNull<bindings::ib_device>);
+struct Listed(NonNull<bindings::ib_device>);
 
 // SAFETY: only an address; whoever dereferences it proves it live.
 unsafe impl Send for Listed {}
@@ -35,10 +36,37 @@ unsafe impl Send for Listed {}
 #[pin_data]
 pub(super) struct DeviceList {
     #[pin]
-    pub(super) devices: Mutex<KVec<Listed>>,
+    devices: Mutex<KVec<Listed>>,
 }
 
 impl DeviceList {
+    pub(super) fn new() -> Result<Arc<Self>> {
+        Arc::pin_init(
+            pin_init!(Self {
+                devices <- new_mutex!(KVec::new(), "rsoft_devices"),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Lists `ib`, a device being registered whose data is a
+    /// [`DeviceData`] of this driver.
+    pub(super) fn add(&self, ib: NonNull<bindings::ib_device>) -> Result {
+        Ok(self.devices.lock().push(Listed(ib), GFP_KERNEL)?)
+    }
+
+    /// The device listed last, with a reference taken on it
+    /// (`rsoft_ib_device_hold`) that the caller puts back.
+    pub(super) fn hold_last(&self) -> Option<NonNull<bindings::ib_device>> {
+        let devices = self.devices.lock();
+        let last = devices.last()?.0;
+        // SAFETY: a listed device has not reached `dealloc_driver` (which
+        // unlists it under this lock), so the core has not dropped its
+        // reference; this one keeps the memory.
+        unsafe { bindings::rsoft_ib_device_hold(last.as_ptr()) };
+        Some(last)
+    }
+
     /// Whether `ib` is a device of the list, that is, a live device whose
     /// driver data is a [`DeviceData`] of this driver.
     pub(super) fn contains(&self, ib: *const bindings::ib_device) -> bool {

@@ -10,7 +10,7 @@ use super::{
     compat::{with_reg_user_mr, RegUserMr},
     device_data::driver,
     eopnotsupp,
-    ids::{Key, PdId},
+    ids::{Key, MrId, PdId},
     memory::{Memory, PageList, UserMemory},
     object::CoreObject,
 };
@@ -21,27 +21,6 @@ use kernel::{
     page::PAGE_SIZE,
     prelude::*,
 };
-
-/// Names a memory region (the `ib_mr` a work request names).
-///
-/// Only an identity, never dereferenced, made only by the `ib` layer: of a
-/// new MR, which the driver keeps with it, and of the MR a REG_MR names,
-/// live when it is posted. The one that can be compared stale is the
-/// latter: a REG_MR waits in its send queue, and a kernel consumer that
-/// deregisters its MR before it runs breaks the verbs contract. A new MR
-/// may then have the same address; if it is also a fast-registration MR
-/// of the QP's PD in the same table slot, the REG_MR registers it instead.
-/// That is the consumer's own MR, in its own PD, mapping its own pages, so
-/// the mistake stays the consumer's; memory safety never rests on this
-/// identity.
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub(crate) struct MrId(usize);
-
-impl MrId {
-    pub(super) fn new(mr: *const bindings::ib_mr) -> Self {
-        Self(mr as usize)
-    }
-}
 
 /// What a `rereg_mr` call changes; keys stay as they are.
 ///
@@ -111,10 +90,13 @@ pub(crate) trait MrOps: Send + Sync + Sized {
 /// A memory region as registered: the core's `ib_mr`, then the driver's.
 type MrObject<M> = CoreObject<bindings::ib_mr, M>;
 
-/// Routes the core's calls on MRs to the [`MrOps`] of `M`. Its ops are in
-/// the table of a driver whose MRs are `M`s, so every MR they are called on
-/// carries an `M`, and every PD is one of a device whose data is an
-/// `M::Device`.
+/// Routes the core's calls on MRs to the [`MrOps`] of `M`.
+///
+/// # Invariants
+///
+/// Its ops are only in the tables that [`Self::ops`]' contract allows, so every
+/// MR they are called on carries an `M`, and every PD is one of a device whose
+/// data is an `M::Device`.
 pub(super) struct MrAdapter<M>(PhantomData<M>);
 
 impl<M: MrOps> RegUserMr for MrAdapter<M> {
@@ -129,7 +111,8 @@ impl<M: MrOps> RegUserMr for MrAdapter<M> {
             let access = Access::from_request(access as u32)?;
             // SAFETY: the core passes a live PD of a registered device.
             let mem = unsafe { UserMemory::pin((*pd).device, start, length, access)? };
-            // SAFETY: as above.
+            // SAFETY: as above; by the type invariant the device's data is
+            // an `M::Device`.
             unsafe { Self::register_mr(pd, Memory::User(mem), iova, length, access) }
         })();
         ret.unwrap_or_else(|e| e.to_ptr())
@@ -138,7 +121,12 @@ impl<M: MrOps> RegUserMr for MrAdapter<M> {
 
 impl<M: MrOps> MrAdapter<M> {
     /// `ops` with the MR verbs of `M`.
-    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+    ///
+    /// # Safety
+    ///
+    /// The table is set only on devices whose data is a
+    /// `DeviceData<M::Device>`, and every MR of them comes from these ops.
+    pub(super) const unsafe fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
         let ops = bindings::ib_device_ops {
             get_dma_mr: Some(Self::get_dma_mr),
             alloc_mr: Some(Self::alloc_mr),
@@ -152,6 +140,20 @@ impl<M: MrOps> MrAdapter<M> {
             ..ops
         };
         with_reg_user_mr::<Self>(ops)
+    }
+
+    /// The driver's data of `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the device of an object that the core handed to one of
+    /// these ops.
+    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a M::Device
+    where
+        M::Device: 'a,
+    {
+        // SAFETY: by the type invariant its data is a `M::Device`.
+        unsafe { driver(ib) }
     }
 
     /// # Safety
@@ -186,7 +188,7 @@ impl<M: MrOps> MrAdapter<M> {
                 dev,
             };
             // SAFETY: as above; the MR's data lives until `dereg_mr`.
-            unsafe { MrObject::<M>::data(mr).rereg(driver::<M::Device>(change.dev), &change) }
+            unsafe { MrObject::<M>::data(mr).rereg(Self::device(change.dev), &change) }
         })();
         // NULL: the MR was changed in place (the core updates its pd, iova
         // and length).
@@ -246,7 +248,7 @@ impl<M: MrOps> MrAdapter<M> {
         M::Device: 'a,
     {
         // SAFETY: per the function's contract.
-        let dev = unsafe { driver::<'a, M::Device>((*pd).device) };
+        let dev = unsafe { Self::device((*pd).device) };
         // The core expects a zeroed `ib_mr` apart from what the driver sets;
         // allocated first, so that nothing fails once the driver has the MR.
         let obj = KBox::<MrObject<M>>::new_uninit(GFP_KERNEL | __GFP_ZERO)?;
@@ -339,10 +341,10 @@ impl<M: MrOps> MrAdapter<M> {
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> ffi::c_int {
-        // SAFETY: `mr` came from `reg_user_mr`; after `deregister` nothing
+        // SAFETY: `mr` came from `new_mr`; after `deregister` nothing
         // refers to the driver data, and the allocation is ours to free.
         unsafe {
-            let dev = driver::<M::Device>((*mr).device);
+            let dev = Self::device((*mr).device);
             MrObject::<M>::data(mr).deregister(dev);
             MrObject::<M>::drop_data(mr);
             drop(KBox::from_raw(mr.cast::<MaybeUninit<MrObject<M>>>()));

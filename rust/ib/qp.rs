@@ -48,7 +48,20 @@ pub(crate) enum QpType {
 }
 
 impl QpType {
-    /// Each send names its destination (UD and GSI).
+    /// The type of the core's `qp_type`; `None` for one rsoft does not
+    /// implement.
+    fn from_c(t: bindings::ib_qp_type) -> Option<Self> {
+        Some(match t {
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            _ => return None,
+        })
+    }
+
+    /// Each send names its destination (UD and GSI): its WRs are
+    /// `ib_ud_wr`s, and each is one datagram.
     pub(crate) fn is_datagram(self) -> bool {
         matches!(self, Self::Ud | Self::Gsi)
     }
@@ -316,15 +329,24 @@ fn parse_modify(
     Ok(m)
 }
 
-/// Routes the core's calls on QPs to the [`QpOps`] of `Q`. Its ops are in
-/// the table of a driver whose QPs are `Q`s, so every QP they are called on
-/// carries a `Q`, its CQs `Q::Cq`s and its SRQ a `Q::Srq`, on a device
-/// whose data is a `Q::Device`.
+/// Routes the core's calls on QPs to the [`QpOps`] of `Q`.
+///
+/// # Invariants
+///
+/// Its ops are only in the tables that [`Self::ops`]' contract allows, so every
+/// QP they are called on carries a `Q`, its CQs `Q::Cq`s and its SRQ a
+/// `Q::Srq`, on a device whose data is a `Q::Device`.
 pub(super) struct QpAdapter<Q>(PhantomData<Q>);
 
 impl<Q: QpOps> QpAdapter<Q> {
     /// `ops` with the QP verbs of `Q`.
-    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+    ///
+    /// # Safety
+    ///
+    /// The table is set only on devices whose data is a
+    /// `DeviceData<Q::Device>`, every QP of them comes from these ops,
+    /// and every CQ and SRQ from the ops of `Q::Cq` and `Q::Srq`.
+    pub(super) const unsafe fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
         bindings::ib_device_ops {
             create_qp: Some(Self::create_qp),
             modify_qp: Some(Self::modify_qp),
@@ -335,6 +357,20 @@ impl<Q: QpOps> QpAdapter<Q> {
             size_ib_qp: QpObject::<Q>::SIZE,
             ..ops
         }
+    }
+
+    /// The driver's data of `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the device of an object that the core handed to one of
+    /// these ops.
+    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a Q::Device
+    where
+        Q::Device: 'a,
+    {
+        // SAFETY: by the type invariant its data is a `Q::Device`.
+        unsafe { driver(ib) }
     }
 
     /// # Safety
@@ -350,13 +386,7 @@ impl<Q: QpOps> QpAdapter<Q> {
             // its device, PD and CQs set, and a valid `init`.
             unsafe {
                 let init = &mut *init;
-                let qp_type = match init.qp_type {
-                    bindings::ib_qp_type_IB_QPT_RC => QpType::Rc,
-                    bindings::ib_qp_type_IB_QPT_UC => QpType::Uc,
-                    bindings::ib_qp_type_IB_QPT_UD => QpType::Ud,
-                    bindings::ib_qp_type_IB_QPT_GSI => QpType::Gsi,
-                    _ => return Err(eopnotsupp()),
-                };
+                let qp_type = QpType::from_c(init.qp_type).ok_or_else(eopnotsupp)?;
                 if init.create_flags != 0 {
                     return Err(eopnotsupp());
                 }
@@ -382,7 +412,7 @@ impl<Q: QpOps> QpAdapter<Q> {
                     notifier: QpNotifier::new(qp).ok_or(EINVAL)?,
                     user: !udata.is_null(),
                 };
-                let dev = driver::<Q::Device>((*qp).device);
+                let dev = Self::device((*qp).device);
                 let (qpn, cap, data) = Q::create(dev, attr).inspect_err(|_| {
                     // The core frees the QP on failure: whatever the driver
                     // kept of it goes first.
@@ -412,7 +442,7 @@ impl<Q: QpOps> QpAdapter<Q> {
             // SAFETY: `qp` is a live QP of ours and `attr` is valid.
             unsafe {
                 let m = parse_modify(&*attr, mask as u32, (*qp).qp_type)?;
-                let dev = driver::<Q::Device>((*qp).device);
+                let dev = Self::device((*qp).device);
                 QpObject::<Q>::data(qp).modify(dev, &m)?;
             }
             Ok(0)
@@ -432,7 +462,7 @@ impl<Q: QpOps> QpAdapter<Q> {
             // SAFETY: `qp` is a live QP of ours; `attr` and `init` are valid
             // for writes, and all-zero is a valid value of both.
             unsafe {
-                let dev = driver::<Q::Device>((*qp).device);
+                let dev = Self::device((*qp).device);
                 let q = QpObject::<Q>::data(qp).query(dev)?;
                 // uverbs hands over kmalloc'ed buffers: what is not written
                 // below (pkey_index, alternate path, ...) must read as 0,
@@ -492,7 +522,7 @@ impl<Q: QpOps> QpAdapter<Q> {
             let cqes = CoreHead::of(qp).cqes();
             // Closed: a destroy that failed below ran the driver's already.
             if !cqes.is_closed() {
-                let dev = driver::<Q::Device>((*qp).device);
+                let dev = Self::device((*qp).device);
                 QpObject::<Q>::data(qp).destroy(dev);
                 cqes.close();
             }
@@ -525,15 +555,8 @@ impl<Q: QpOps> QpAdapter<Q> {
         bad_wr: *mut *const bindings::ib_send_wr,
     ) -> ffi::c_int {
         // SAFETY: `qp` is a live QP of ours.
-        let (datagram, user) = unsafe {
-            (
-                matches!(
-                    (*qp).qp_type,
-                    bindings::ib_qp_type_IB_QPT_UD | bindings::ib_qp_type_IB_QPT_GSI
-                ),
-                !(*qp).uobject.is_null(),
-            )
-        };
+        let (qp_type, user) = unsafe { ((*qp).qp_type, !(*qp).uobject.is_null()) };
+        let datagram = QpType::from_c(qp_type).is_some_and(QpType::is_datagram);
         // SAFETY: the core passes a NULL-terminated list of valid WRs that
         // lives across this call, each in the container its opcode names
         // (`ib_ud_wr`s on a UD or GSI QP, whose AHs are live for the call
@@ -543,7 +566,7 @@ impl<Q: QpOps> QpAdapter<Q> {
         let mut wrs = unsafe { SendWrs::new(wr, datagram, user) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
-            let dev = driver::<Q::Device>((*qp).device);
+            let dev = Self::device((*qp).device);
             QpObject::<Q>::data(qp).post_send(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.
@@ -564,7 +587,7 @@ impl<Q: QpOps> QpAdapter<Q> {
         let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `qp` is a live QP of ours.
         let ret = unsafe {
-            let dev = driver::<Q::Device>((*qp).device);
+            let dev = Self::device((*qp).device);
             QpObject::<Q>::data(qp).post_recv(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.

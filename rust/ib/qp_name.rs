@@ -28,8 +28,8 @@ impl QpId {
     /// A name of the QP for one work completion.
     ///
     /// Once the QP's destroy has removed it from the driver
-    /// ([`super::QpOps::destroy`]), a completion made of it could only be one the
-    /// driver failed to purge: the name names no QP then, and the `ib`
+    /// ([`super::QpOps::destroy`]), a completion made of it could only be one
+    /// the driver failed to purge: the name names no QP then, and the `ib`
     /// layer never reports the completion.
     pub(crate) fn name(&self) -> WcQp {
         let head = self.hold.head();

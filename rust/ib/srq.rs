@@ -80,14 +80,23 @@ impl SrqAttr {
     }
 }
 
-/// Routes the core's calls on SRQs to the [`SrqOps`] of `S`. Its ops are in
-/// the table of a driver whose SRQs are `S`s, so every SRQ they are called
-/// on carries an `S`, on a device whose data is an `S::Device`.
+/// Routes the core's calls on SRQs to the [`SrqOps`] of `S`.
+///
+/// # Invariants
+///
+/// Its ops are only in the tables that [`Self::ops`]' contract allows, so every
+/// SRQ they are called on carries an `S`, on a device whose data is an
+/// `S::Device`.
 pub(super) struct SrqAdapter<S>(PhantomData<S>);
 
 impl<S: SrqOps> SrqAdapter<S> {
     /// `ops` with the SRQ verbs of `S`.
-    pub(super) const fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
+    ///
+    /// # Safety
+    ///
+    /// The table is set only on devices whose data is a
+    /// `DeviceData<S::Device>`, and every SRQ of them comes from these ops.
+    pub(super) const unsafe fn ops(ops: bindings::ib_device_ops) -> bindings::ib_device_ops {
         bindings::ib_device_ops {
             create_srq: Some(Self::create_srq),
             modify_srq: Some(Self::modify_srq),
@@ -97,6 +106,20 @@ impl<S: SrqOps> SrqAdapter<S> {
             size_ib_srq: SrqObject::<S>::SIZE,
             ..ops
         }
+    }
+
+    /// The driver's data of `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the device of an object that the core handed to one of
+    /// these ops.
+    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a S::Device
+    where
+        S::Device: 'a,
+    {
+        // SAFETY: by the type invariant its data is a `S::Device`.
+        unsafe { driver(ib) }
     }
 
     /// # Safety
@@ -125,7 +148,7 @@ impl<S: SrqOps> SrqAdapter<S> {
                 // destroy waits for the notifier.
                 SrqObject::<S>::init_head(srq);
                 let notifier = SrqNotifier::new(srq).ok_or(EINVAL)?;
-                let dev = driver::<S::Device>((*srq).device);
+                let dev = Self::device((*srq).device);
                 let created = S::create(dev, PdId::new((*srq).pd), &mut attr, notifier);
                 // The core frees the SRQ on failure: whatever the driver kept
                 // of it goes first.
@@ -155,7 +178,7 @@ impl<S: SrqOps> SrqAdapter<S> {
                     max_wr: has(bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR).then_some(attr.max_wr),
                     limit: has(bindings::ib_srq_attr_mask_IB_SRQ_LIMIT).then_some(attr.srq_limit),
                 };
-                let dev = driver::<S::Device>((*srq).device);
+                let dev = Self::device((*srq).device);
                 SrqObject::<S>::data(srq).modify(dev, &m)?;
             }
             Ok(0)
@@ -172,7 +195,7 @@ impl<S: SrqOps> SrqAdapter<S> {
         from_result(|| {
             // SAFETY: `srq` is a live SRQ of ours and `attr` is writable.
             unsafe {
-                let dev = driver::<S::Device>((*srq).device);
+                let dev = Self::device((*srq).device);
                 let a = SrqObject::<S>::data(srq).query(dev)?;
                 a.write_to(&mut *attr);
             }
@@ -191,7 +214,7 @@ impl<S: SrqOps> SrqAdapter<S> {
         // (the core checked); the core frees it after this returns, and
         // `drop_data` waits for the notifier the driver was given.
         unsafe {
-            SrqObject::<S>::data(srq).destroy(driver::<S::Device>((*srq).device));
+            SrqObject::<S>::data(srq).destroy(Self::device((*srq).device));
             SrqObject::<S>::drop_data(srq);
         }
         0
@@ -211,7 +234,7 @@ impl<S: SrqOps> SrqAdapter<S> {
         let mut wrs = unsafe { RecvWrs::new(wr, false, false) };
         // SAFETY: `srq` is a live SRQ of ours.
         let ret = unsafe {
-            let dev = driver::<S::Device>((*srq).device);
+            let dev = Self::device((*srq).device);
             SrqObject::<S>::data(srq).post_recv(dev, &mut wrs)
         };
         // SAFETY: the core passes a writable (or NULL) `bad_wr`.

@@ -8,8 +8,7 @@ use super::{
     ah::{self, Address},
     bindings,
     compat::user_slice,
-    ids::{Key, QpNum},
-    mr::MrId,
+    ids::{Key, MrId, QpNum},
 };
 use core::marker::PhantomData;
 use kernel::{ffi, prelude::*};
@@ -185,15 +184,14 @@ impl<W> WrList<'_, W> {
     ///
     /// # Safety
     ///
-    /// `head` is NULL or the first of a NULL-terminated list of valid WRs
-    /// that lives as long as the returned list. A send WR is the first
-    /// member of the container its opcode names (`ib_rdma_wr`,
-    /// `ib_atomic_wr`, `ib_reg_wr`, the last naming a live MR or none),
-    /// and of an `ib_ud_wr` when `datagram`, whose AH, if any, is a live
-    /// AH of a device registered by [`super::Devices`]. `sg_list` of each WR has
-    /// `num_sge` valid entries. (`user` is not part of the contract: the
-    /// SGEs' addresses are never trusted, only read with copies that fail
-    /// on a bad one.)
+    /// `head` is NULL or the first of a NULL-terminated list of valid WRs that
+    /// lives as long as the returned list. A send WR is the first member of the
+    /// container its opcode names (`ib_rdma_wr`, `ib_atomic_wr`, `ib_reg_wr`,
+    /// the last naming a live MR or none), and of an `ib_ud_wr` when
+    /// `datagram`, whose AH, if any, is a live AH of a device registered by
+    /// [`super::Devices`]. `sg_list` of each WR has `num_sge` valid entries.
+    /// (`user` is not part of the contract: the SGEs' addresses are never
+    /// trusted, only read with copies that fail on a bad one.)
     pub(super) unsafe fn new(head: *const W, datagram: bool, user: bool) -> Self {
         // INVARIANT: per the function's contract.
         Self {

@@ -61,10 +61,13 @@ pub(crate) fn send(
         Ok(len) => len,
     };
     // A datagram is at most the port's MTU; an atomic is 8 bytes.
-    let max = match opcode {
-        _ if qp.qp_type.is_datagram() => net.mtu(),
-        Opcode::CompareSwap | Opcode::FetchAdd if len != 8 => 0,
-        _ => limits::MAX_MSG_SIZE,
+    let atomic = matches!(opcode, Opcode::CompareSwap | Opcode::FetchAdd);
+    let max = if qp.qp_type.is_datagram() {
+        net.mtu()
+    } else if atomic && len != 8 {
+        0
+    } else {
+        limits::MAX_MSG_SIZE
     };
     let len = match u32::try_from(len) {
         Ok(len) if len <= max => len,

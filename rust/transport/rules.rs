@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The rules of the QP types, in one place: what a `modify_qp` may set and
-//! to what, and which work requests each type posts.
+//! to what, which work requests each type posts and carries, with which
+//! BTH opcode, and whether its requests are acknowledged.
 //!
 //! Which attributes a type may set in which transition is the core's table
 //! (`ib_modify_qp_is_ok`, through [`QpModify::valid_from`]): UD and GSI

@@ -13,7 +13,8 @@ pub(in crate::ib) trait ResizeCq {
     ///
     /// # Safety
     ///
-    /// Only the RDMA core's resize call reaches this, with its `cq`.
+    /// Only the RDMA core's resize call reaches this, with its `cq`, from a
+    /// table that the implementor's own ops fill in under their contract.
     unsafe fn resize_cq(cq: *mut bindings::ib_cq, cqe: u32) -> ffi::c_int;
 }
 
@@ -25,7 +26,8 @@ pub(in crate::ib) trait RegUserMr {
     /// # Safety
     ///
     /// Only the RDMA core's `reg_user_mr` call reaches this, with its
-    /// arguments.
+    /// arguments, from a table that the implementor's own ops fill in under
+    /// their contract.
     unsafe fn reg_user_mr(
         pd: *mut bindings::ib_pd,
         start: u64,
