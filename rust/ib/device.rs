@@ -180,8 +180,6 @@ impl<T: Verbs> Drop for Devices<T> {
             // Only a device whose registration never finished could still
             // be listed; never loop on it.
             self.list.remove(next.as_ptr());
-            // SAFETY: the reference `hold_last` took.
-            unsafe { bindings::rsoft_ib_device_unhold(next.as_ptr()) };
         }
     }
 }

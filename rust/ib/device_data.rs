@@ -55,16 +55,16 @@ impl DeviceList {
         Ok(self.devices.lock().push(Listed(ib), GFP_KERNEL)?)
     }
 
-    /// The device listed last, with a reference taken on it
-    /// (`rsoft_ib_device_hold`) that the caller puts back.
-    pub(super) fn hold_last(&self) -> Option<NonNull<bindings::ib_device>> {
+    /// The device listed last, held.
+    pub(super) fn hold_last(&self) -> Option<HeldDevice> {
         let devices = self.devices.lock();
         let last = devices.last()?.0;
         // SAFETY: a listed device has not reached `dealloc_driver` (which
         // unlists it under this lock), so the core has not dropped its
         // reference; this one keeps the memory.
         unsafe { bindings::rsoft_ib_device_hold(last.as_ptr()) };
-        Some(last)
+        // INVARIANT: held just now.
+        Some(HeldDevice(last))
     }
 
     /// Whether `ib` is a device of the list, that is, a live device whose
@@ -81,6 +81,27 @@ impl DeviceList {
         if let Some(i) = devices.iter().position(|d| d.0.as_ptr() == ib) {
             swap_remove(&mut devices, i);
         }
+    }
+}
+
+/// A reference on a device's memory (`rsoft_ib_device_hold`), put back
+/// when dropped.
+///
+/// # Invariants
+///
+/// `0` is a device on which this value holds one reference.
+pub(super) struct HeldDevice(NonNull<bindings::ib_device>);
+
+impl HeldDevice {
+    pub(super) fn as_ptr(&self) -> *mut bindings::ib_device {
+        self.0.as_ptr()
+    }
+}
+
+impl Drop for HeldDevice {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant this value holds a reference.
+        unsafe { bindings::rsoft_ib_device_unhold(self.0.as_ptr()) };
     }
 }
 
