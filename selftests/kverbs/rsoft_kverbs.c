@@ -55,7 +55,14 @@ struct kverbs_run {
 	u8 *buf;		/* NMSG send slots, then NMSG receive slots */
 	u64 dma;
 	struct msg send[NMSG], recv[NMSG];
-	atomic_t next_send;	/* index of the next send to post */
+	/*
+	 * Index of the next send to post, taken and posted under post_lock:
+	 * the post of send i must not be overtaken by that of send i + 1,
+	 * whose done handler may run in softirq between the two, or the
+	 * messages land in other receives than their index says.
+	 */
+	spinlock_t post_lock;
+	int next_send;
 	atomic_t completions, errors;
 	struct completion all_done;
 };
@@ -77,9 +84,14 @@ static int post_send_one(struct kverbs_run *run, int i)
 /* Posts the next send, if any is left; returns 0 or an errno. */
 static int post_next(struct kverbs_run *run)
 {
-	int i = atomic_inc_return(&run->next_send) - 1;
+	unsigned long flags;
+	int ret = 0;
 
-	return i < NMSG ? post_send_one(run, i) : 0;
+	spin_lock_irqsave(&run->post_lock, flags);
+	if (run->next_send < NMSG)
+		ret = post_send_one(run, run->next_send++);
+	spin_unlock_irqrestore(&run->post_lock, flags);
+	return ret;
 }
 
 static void msg_done(struct ib_wc *wc, bool recv)
@@ -217,16 +229,26 @@ static bool wait_all(struct kverbs_run *run)
 	return true;
 }
 
-/* Every message completed exactly once on both sides, data intact. */
+/*
+ * Every message completed exactly once on both sides, data intact, in the
+ * order posted (RC); says what was wrong of the first bad message.
+ */
 static int check_run(struct kverbs_run *run)
 {
 	int i, bad = atomic_read(&run->errors);
 
+	if (bad)
+		pr_info("%d completions in error or posts refused\n", bad);
 	for (i = 0; i < NMSG; i++) {
-		bad += atomic_read(&run->send[i].done) != 1;
-		bad += atomic_read(&run->recv[i].done) != 1;
-		bad += memcmp(run->buf + i * MSG_LEN,
-			      run->buf + (NMSG + i) * MSG_LEN, MSG_LEN) != 0;
+		int sends = atomic_read(&run->send[i].done);
+		int recvs = atomic_read(&run->recv[i].done);
+		bool same = !memcmp(run->buf + i * MSG_LEN,
+				    run->buf + (NMSG + i) * MSG_LEN, MSG_LEN);
+
+		if (!bad && (sends != 1 || recvs != 1 || !same))
+			pr_info("message %d: %d send and %d receive completions, data %s\n",
+				i, sends, recvs, same ? "intact" : "differs");
+		bad += (sends != 1) + (recvs != 1) + !same;
 	}
 	return bad;
 }
@@ -256,6 +278,7 @@ static int run_context(struct ib_device *dev, enum ib_poll_context ctx,
 	if (!run)
 		return -ENOMEM;
 	run->dev = dev;
+	spin_lock_init(&run->post_lock);
 	init_completion(&run->all_done);
 	for (i = 0; i < NMSG; i++) {
 		run->send[i] = (struct msg){ .cqe.done = send_done, .run = run };
