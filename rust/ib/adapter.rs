@@ -14,7 +14,7 @@ use super::{
     attr::{Gid, GidType, LinkLayer},
     bindings,
     cq::CqAdapter,
-    device_data::{dealloc_driver, driver, link, DeviceObject},
+    device_data::{dealloc_driver, link, DeviceObject, OnDevice},
     mr::MrAdapter,
     object::CoreObject,
     qp::QpAdapter,
@@ -25,10 +25,21 @@ use core::{convert::Infallible, fmt::Write, marker::PhantomData, mem::MaybeUnini
 use kernel::{error::from_result, ffi};
 
 /// Routes the core's C calls to the [`Verbs`] of `T`.
+///
+/// # Invariants
+///
+/// Its ops are only in [`Self::OPS`], which only [`super::Devices`] of a
+/// `T` registers.
 pub(super) struct Adapter<T>(PhantomData<T>);
 
 type UcontextObject<T> = CoreObject<bindings::ib_ucontext, <T as Verbs>::Ucontext>;
 type PdObject<T> = CoreObject<bindings::ib_pd, <T as Verbs>::Pd>;
+
+// SAFETY: by the type invariant its ops are only in tables of devices
+// registered by `Devices` of a `T`, whose data is a `T::Device`.
+unsafe impl<T: Verbs> OnDevice for Adapter<T> {
+    type Device = T::Device;
+}
 
 impl<T: Verbs> Adapter<T> {
     /// The device's ops: its own verbs and those of each kind of object.
@@ -85,17 +96,6 @@ impl<T: Verbs> Adapter<T> {
             SrqAdapter::<T::Srq>::ops(ops)
         }
     };
-
-    /// The driver's data of device `ib`.
-    ///
-    /// # Safety
-    ///
-    /// `ib` is a device registered (or being registered) by
-    /// [`super::Devices`] with these ops.
-    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a T::Device {
-        // SAFETY: per the function's contract its data is a `T::Device`.
-        unsafe { driver(ib) }
-    }
 
     /// # Safety
     ///

@@ -6,7 +6,7 @@
 use super::{
     bindings,
     compat::{with_resize_cq, ResizeCq},
-    device_data::driver,
+    device_data::OnDevice,
     eopnotsupp,
     event::Notifier,
     hold::Hold,
@@ -355,6 +355,12 @@ const IGNORE_OVERRUN: u32 =
 /// `C::Device`.
 pub(super) struct CqAdapter<C>(PhantomData<C>);
 
+// SAFETY: by the type invariant its ops are only in tables of a driver
+// whose device data is a `C::Device`.
+unsafe impl<C: CqOps> OnDevice for CqAdapter<C> {
+    type Device = C::Device;
+}
+
 impl<C: CqOps> CqAdapter<C> {
     /// `ops` with the CQ verbs of `C`.
     ///
@@ -377,20 +383,6 @@ impl<C: CqOps> CqAdapter<C> {
             ..ops
         };
         with_resize_cq::<Self>(ops, C::HAS_RESIZE)
-    }
-
-    /// The driver's data of `ib`.
-    ///
-    /// # Safety
-    ///
-    /// `ib` is the device of an object that the core handed to one of
-    /// these ops.
-    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a C::Device
-    where
-        C::Device: 'a,
-    {
-        // SAFETY: by the type invariant its data is a `C::Device`.
-        unsafe { driver(ib) }
     }
 
     /// # Safety

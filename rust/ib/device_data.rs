@@ -133,6 +133,33 @@ pub(super) unsafe fn driver<'a, D>(ib: *const bindings::ib_device) -> &'a D {
     &unsafe { DeviceObject::<D>::data(ib) }.get_ref().driver
 }
 
+/// The `ib` layer's side of one kind of object: its ops find the driver's
+/// data of the device they are called on.
+///
+/// # Safety
+///
+/// The implementor's ops are only in tables built for a driver whose
+/// device data is a [`Self::Device`](OnDevice::Device).
+pub(super) unsafe trait OnDevice {
+    /// The driver's data of every device the ops are called on.
+    type Device;
+
+    /// The driver's data of `ib`.
+    ///
+    /// # Safety
+    ///
+    /// `ib` is the device of an object (or the device itself) that the
+    /// core handed to one of the implementor's ops.
+    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a Self::Device
+    where
+        Self::Device: 'a,
+    {
+        // SAFETY: by the trait's contract the ops run only on devices
+        // whose data is a `Self::Device`, and `ib` is one of them.
+        unsafe { driver(ib) }
+    }
+}
+
 /// The link of port `port`: its netdev's state on a RoCE port, `None` on
 /// an InfiniBand port.
 ///

@@ -8,7 +8,7 @@ use super::{
     access::Access,
     bindings,
     compat::{with_reg_user_mr, RegUserMr},
-    device_data::driver,
+    device_data::OnDevice,
     eopnotsupp,
     ids::{Key, MrId, PdId},
     memory::{Memory, PageList, UserMemory},
@@ -99,6 +99,12 @@ type MrObject<M> = CoreObject<bindings::ib_mr, M>;
 /// data is an `M::Device`.
 pub(super) struct MrAdapter<M>(PhantomData<M>);
 
+// SAFETY: by the type invariant its ops are only in tables of a driver
+// whose device data is a `M::Device`.
+unsafe impl<M: MrOps> OnDevice for MrAdapter<M> {
+    type Device = M::Device;
+}
+
 impl<M: MrOps> RegUserMr for MrAdapter<M> {
     unsafe fn reg_user_mr(
         pd: *mut bindings::ib_pd,
@@ -140,20 +146,6 @@ impl<M: MrOps> MrAdapter<M> {
             ..ops
         };
         with_reg_user_mr::<Self>(ops)
-    }
-
-    /// The driver's data of `ib`.
-    ///
-    /// # Safety
-    ///
-    /// `ib` is the device of an object that the core handed to one of
-    /// these ops.
-    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a M::Device
-    where
-        M::Device: 'a,
-    {
-        // SAFETY: by the type invariant its data is a `M::Device`.
-        unsafe { driver(ib) }
     }
 
     /// # Safety

@@ -9,7 +9,7 @@ use super::{
     attr::{LinkLayer, Mtu},
     bindings,
     cq::{self, CqOps, CqRef},
-    device_data::{driver, DeviceObject},
+    device_data::{DeviceObject, OnDevice},
     eopnotsupp,
     event::Notifier,
     ids::{PdId, QpNum},
@@ -338,6 +338,12 @@ fn parse_modify(
 /// `Q::Srq`, on a device whose data is a `Q::Device`.
 pub(super) struct QpAdapter<Q>(PhantomData<Q>);
 
+// SAFETY: by the type invariant its ops are only in tables of a driver
+// whose device data is a `Q::Device`.
+unsafe impl<Q: QpOps> OnDevice for QpAdapter<Q> {
+    type Device = Q::Device;
+}
+
 impl<Q: QpOps> QpAdapter<Q> {
     /// `ops` with the QP verbs of `Q`.
     ///
@@ -357,20 +363,6 @@ impl<Q: QpOps> QpAdapter<Q> {
             size_ib_qp: QpObject::<Q>::SIZE,
             ..ops
         }
-    }
-
-    /// The driver's data of `ib`.
-    ///
-    /// # Safety
-    ///
-    /// `ib` is the device of an object that the core handed to one of
-    /// these ops.
-    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a Q::Device
-    where
-        Q::Device: 'a,
-    {
-        // SAFETY: by the type invariant its data is a `Q::Device`.
-        unsafe { driver(ib) }
     }
 
     /// # Safety

@@ -4,7 +4,7 @@
 //! the handle through which the driver raises the limit event.
 
 use super::{
-    bindings, device_data::driver, eopnotsupp, event::Notifier, ids::PdId, object::CoreObject,
+    bindings, device_data::OnDevice, eopnotsupp, event::Notifier, ids::PdId, object::CoreObject,
     wr::RecvWrs,
 };
 use core::marker::PhantomData;
@@ -89,6 +89,12 @@ impl SrqAttr {
 /// `S::Device`.
 pub(super) struct SrqAdapter<S>(PhantomData<S>);
 
+// SAFETY: by the type invariant its ops are only in tables of a driver
+// whose device data is a `S::Device`.
+unsafe impl<S: SrqOps> OnDevice for SrqAdapter<S> {
+    type Device = S::Device;
+}
+
 impl<S: SrqOps> SrqAdapter<S> {
     /// `ops` with the SRQ verbs of `S`.
     ///
@@ -106,20 +112,6 @@ impl<S: SrqOps> SrqAdapter<S> {
             size_ib_srq: SrqObject::<S>::SIZE,
             ..ops
         }
-    }
-
-    /// The driver's data of `ib`.
-    ///
-    /// # Safety
-    ///
-    /// `ib` is the device of an object that the core handed to one of
-    /// these ops.
-    unsafe fn device<'a>(ib: *const bindings::ib_device) -> &'a S::Device
-    where
-        S::Device: 'a,
-    {
-        // SAFETY: by the type invariant its data is a `S::Device`.
-        unsafe { driver(ib) }
     }
 
     /// # Safety

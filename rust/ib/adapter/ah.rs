@@ -7,6 +7,7 @@ use super::Adapter;
 use crate::ib::{
     ah::{Address, AhObject},
     bindings,
+    device_data::OnDevice,
     verbs::Verbs,
 };
 use core::convert::Infallible;

@@ -4,7 +4,7 @@
 //! [`Verbs::PORT_COUNTERS`], the values it reads when the core asks.
 
 use super::Adapter;
-use crate::ib::{bindings, verbs::Verbs};
+use crate::ib::{bindings, device_data::OnDevice, verbs::Verbs};
 use kernel::ffi;
 
 impl<T: Verbs> Adapter<T> {
