@@ -1224,6 +1224,16 @@ static void *work(void *arg)
 			tracing = 1;
 			ret = shared_overrun(&w->rng);
 			tracing = ret != 0;
+		} else if (!w->single && !below(&w->rng, 900)) {
+			/*
+			 * A destroy with work queued: a lane gets new QPs only
+			 * with the other threads stopped.
+			 */
+			pthread_rwlock_wrlock(&world);
+			ops_done = w->done;
+			tracing = 1;
+			ret = op_destroy(l, &w->rng);
+			tracing = ret != 0;
 		} else {
 			pthread_rwlock_rdlock(&world);
 			ret = step(l, &w->rng, w->single);
