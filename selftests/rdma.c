@@ -275,4 +275,43 @@ TEST_F(rdma, atomic_result_scattered)
 	}
 }
 
+/*
+ * An atomic moves exactly 8 bytes: one with no local buffer fails with
+ * LOC_LEN_ERR before it reaches the responder, even to a word whose MR
+ * grants no atomics (a responder that skipped its key checks for a
+ * zero-length request would add to it).
+ */
+TEST_F(rdma, zero_length_atomic_touches_nothing)
+{
+	uint64_t *word = (uint64_t *)(self->target + 64);
+	struct ibv_mr *ro = ibv_reg_mr(self->lb.pd, self->target, 4096,
+				       IBV_ACCESS_REMOTE_READ);
+	struct ibv_sge sge = { (uintptr_t)self->lb.buf, 0, self->lb.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = 7, .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.atomic = { .remote_addr = (uintptr_t)word, .compare_add = 1 },
+	}, *bad;
+	struct ibv_port_attr port;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, ro);
+	ASSERT_EQ(0, ibv_query_port(self->lb.ctx, 1, &port));
+	*word = 40;
+	/* No SGE, then one SGE of 0 bytes; MRs without and with the right. */
+	for (int i = 0; i < 4; i++) {
+		wr.sg_list = i & 1 ? &sge : NULL;
+		wr.num_sge = i & 1;
+		wr.wr.atomic.rkey = i & 2 ? self->tmr->rkey : ro->rkey;
+		ASSERT_EQ(0, ibv_post_send(self->lb.a, &wr, &bad));
+		wc = poll1(self->lb.scq);
+		EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status) TH_LOG("case %d", i);
+		EXPECT_EQ(40, *word) TH_LOG("case %d", i);
+		EXPECT_EQ(IBV_QPS_ERR, qp_state(self->lb.a));
+		ASSERT_EQ(0, set_qp_state(self->lb.a, IBV_QPS_RESET));
+		ASSERT_EQ(0, rsoft_connect(self->lb.a, port.lid, self->lb.b->qp_num));
+	}
+	EXPECT_EQ(0, ibv_dereg_mr(ro));
+}
+
 TEST_HARNESS_MAIN

@@ -15,6 +15,9 @@ use crate::{
     wq::{SgeCopy, Wqe},
 };
 
+/// The bytes an atomic reads and writes, at the responder and back.
+pub(super) const ATOMIC_LEN: u64 = 8;
+
 /// The operation of a request, as the BTH opcode names it for its QP type.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Opcode {

@@ -9,7 +9,7 @@
 use super::{
     comp,
     head::Head,
-    packet::{Opcode, Request, Source},
+    packet::{Opcode, Request, Source, ATOMIC_LEN},
     rules, Dest, Wire,
 };
 use crate::{
@@ -60,16 +60,18 @@ pub(crate) fn send(
         Err(BadSge) => return fail(WcStatus::LocalProtection, after),
         Ok(len) => len,
     };
-    // A datagram is at most the port's MTU; an atomic is 8 bytes.
+    // A datagram is at most the port's MTU; an atomic is exactly 8 bytes
+    // (one of none would still reach the responder's memory).
     let atomic = matches!(opcode, Opcode::CompareSwap | Opcode::FetchAdd);
     let max = if qp.qp_type.is_datagram() {
         net.mtu()
-    } else if atomic && len != 8 {
-        0
     } else {
         limits::MAX_MSG_SIZE
     };
     let len = match u32::try_from(len) {
+        Ok(len) if atomic && u64::from(len) != ATOMIC_LEN => {
+            return fail(WcStatus::LocalLength, after)
+        }
         Ok(len) if len <= max => len,
         _ => return fail(WcStatus::LocalLength, after),
     };

@@ -9,7 +9,7 @@
 //! with no lock held.
 
 use super::{
-    packet::{Nak, Opcode, Request, Response},
+    packet::{Nak, Opcode, Request, Response, ATOMIC_LEN},
     rules,
 };
 use crate::{
@@ -226,8 +226,17 @@ fn judge<'r>(
         {
             Some(nak(Nak::InvalidRequest))
         }
+        // An atomic names its 8 bytes whatever length it claims.
         SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
-            remote_check(remote, Access::REMOTE_ATOMIC)
+            let ok = remote_ok(
+                port,
+                dest,
+                rights,
+                remote,
+                ATOMIC_LEN,
+                Access::REMOTE_ATOMIC,
+            );
+            (!ok).then(|| nak(Nak::RemoteAccess))
         }
         SendOp::Local(_) => Some(nak(Nak::InvalidRequest)),
     };
@@ -442,7 +451,7 @@ fn atomic(
 ) -> Result<Response> {
     let held = port.mrs().enter(MrKey::of(remote.rkey)).ok_or(EINVAL)?;
     let rmr = held.entry();
-    let roff = rmr.offset_of(remote.addr, 8).ok_or(EINVAL)?;
+    let roff = rmr.offset_of(remote.addr, ATOMIC_LEN).ok_or(EINVAL)?;
     let old = {
         let _atomics = port.fabric.atomics.lock();
         rmr.mem.atomic(roff, operand, swap)?
