@@ -76,8 +76,9 @@ pub(crate) struct QpInner {
     pub(crate) sq: WorkQueue,
     /// Unused when the QP takes its receives from an SRQ.
     pub(crate) rq: WorkQueue,
-    /// Receives taken off `rq` by a sender and not completed yet: a flush
-    /// must not overtake them.
+    /// Receives taken off `rq` or the SRQ by a sender and completed with no
+    /// lock held, not completed yet: neither a flush nor the Last WQE
+    /// Reached event may overtake them.
     pub(crate) rq_busy: u32,
     /// Bumped whenever `sq` is emptied without completions (RESET), so
     /// that a sender finishing the old head knows it is gone.
@@ -410,12 +411,33 @@ impl QpUse {
 
     /// Moves the QP (whose lock `inner` is) to the error state: every later
     /// WR flushes. A QP on an SRQ then takes no more of its receives, which
-    /// its consumer learns through the Last WQE Reached event.
+    /// its consumer learns through the Last WQE Reached event once the
+    /// receives it took are complete.
     pub(crate) fn enter_error(&self, inner: &mut QpInner) {
         if inner.state == QpState::Error {
             return;
         }
         inner.state = QpState::Error;
+        if inner.rq_busy == 0 {
+            self.last_wqe_reached();
+        }
+    }
+
+    /// One of the receives counted in `rq_busy` of the QP (whose lock
+    /// `inner` is) is complete. Returns whether the QP is in the error
+    /// state with none left: what its flush waited for.
+    pub(crate) fn receive_done(&self, inner: &mut QpInner) -> bool {
+        inner.rq_busy = inner.rq_busy.saturating_sub(1);
+        let idle = inner.state == QpState::Error && inner.rq_busy == 0;
+        if idle {
+            self.last_wqe_reached();
+        }
+        idle
+    }
+
+    /// Tells the consumer of a QP on an SRQ that it has completed its last
+    /// receive of the SRQ.
+    fn last_wqe_reached(&self) {
         if self.0.srq.is_some() {
             self.0.notifier.last_wqe_reached();
         }

@@ -30,9 +30,6 @@ use kernel::prelude::*;
 struct Recv<'r> {
     wqe: Wqe,
     sges: &'r [SgeCopy],
-    /// Taken from the QP's own receive queue (counted in `rq_busy` until
-    /// completed, when it is completed with no lock held).
-    own: bool,
 }
 
 /// What the responder makes of a request, decided under its lock.
@@ -76,11 +73,10 @@ pub(crate) fn receive(
             ));
         }
     }
-    // Completed with no lock held: a flush of `dest` waits for it.
-    if let Verdict::Execute(Some(r)) | Verdict::Nak(_, Some((r, _))) = &verdict {
-        if r.own {
-            d.rq_busy += 1;
-        }
+    // Completed with no lock held: a flush of `dest`, and its Last WQE
+    // Reached event, wait for it.
+    if let Verdict::Execute(Some(_)) | Verdict::Nak(_, Some(_)) = &verdict {
+        d.rq_busy += 1;
     }
     drop(d);
     match verdict {
@@ -119,11 +115,7 @@ fn receive_at<'r, R>(
             }
             let recv = front_into(&s.rq, room, take).and_then(|sges| {
                 let wqe = srq.pop(&mut s)?;
-                Some(Recv {
-                    wqe,
-                    sges,
-                    own: false,
-                })
+                Some(Recv { wqe, sges })
             });
             (recv, r)
         }
@@ -131,11 +123,7 @@ fn receive_at<'r, R>(
             let (take, r) = decide(d.rq.front().map(|(_, sges)| sges));
             let recv = front_into(&d.rq, room, take).and_then(|sges| {
                 let wqe = d.rq.pop()?;
-                Some(Recv {
-                    wqe,
-                    sges,
-                    own: true,
-                })
+                Some(Recv { wqe, sges })
             });
             (recv, r)
         }
@@ -524,11 +512,7 @@ fn complete_recv(
 ) {
     let wc = recv_wc(dest, &recv, req, status, len);
     let mut kick = complete::complete(port, dest, dest.recv_cq(), wc, req.solicited, after);
-    if recv.own {
-        let mut d = dest.inner.lock();
-        d.rq_busy = d.rq_busy.saturating_sub(1);
-        kick |= d.state == QpState::Error && d.rq_busy == 0;
-    }
+    kick |= dest.receive_done(&mut dest.inner.lock());
     if kick {
         if let Some(dest) = dest.arc().enter() {
             after.kick(dest);
