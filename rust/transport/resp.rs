@@ -203,6 +203,15 @@ fn judge<'r>(
         let bad = req.len > 0 && !remote_ok(port, dest, rights, remote, req.len.into(), need);
         bad.then(|| nak(Nak::RemoteAccess))
     };
+    // READs and atomics need the responder resources `max_dest_rd_atomic`
+    // counts: with none, they are refused as rxe and hardware refuse them.
+    let needs_resources = matches!(
+        req.op,
+        SendOp::RdmaRead(_) | SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }
+    );
+    if needs_resources && d.attr.max_dest_rd_atomic == 0 {
+        return nak(Nak::InvalidRequest);
+    }
     let refused = match req.op {
         SendOp::Send => None,
         SendOp::RdmaWrite(r) => remote_check(r, Access::REMOTE_WRITE),
