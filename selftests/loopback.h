@@ -37,6 +37,8 @@ struct rc_path {
 	uint8_t timeout, retry_cnt;
 	/* The first PSN sent, and the one expected from the peer. */
 	uint32_t sq_psn, rq_psn;
+	/* No responder resources (max_dest_rd_atomic 0) instead of one. */
+	int no_rd_atomic;
 };
 
 /* Moves @qp (in RESET) through INIT, RTR and RTS along @p. */
@@ -57,7 +59,7 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 	attr.path_mtu = p->mtu;
 	attr.dest_qp_num = p->dest_qpn;
 	attr.rq_psn = p->rq_psn;
-	attr.max_dest_rd_atomic = 1;
+	attr.max_dest_rd_atomic = !p->no_rd_atomic;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr = p->av;
 	/* UC has no responder resources, no retries, no acknowledgements. */

@@ -326,29 +326,18 @@ TEST_F(rdma, no_responder_resources)
 	};
 	uint64_t *word = (uint64_t *)(self->target + 64);
 	struct ibv_port_attr port;
-	struct ibv_qp_attr attr;
+	struct rc_path b = {
+		.av = { .port_num = 1 }, .mtu = IBV_MTU_4096,
+		.dest_qpn = self->lb.a->qp_num, .access = REMOTE_ALL,
+		.no_rd_atomic = 1,
+	};
 
 	ASSERT_EQ(0, ibv_query_port(self->lb.ctx, 1, &port));
+	b.av.dlid = port.lid;
 	*word = 40;
 	for (unsigned int i = 0; i < ARRAY_SIZE(ops); i++) {
 		ASSERT_EQ(0, set_qp_state(self->lb.b, IBV_QPS_RESET));
-		attr = (struct ibv_qp_attr){
-			.qp_state = IBV_QPS_INIT, .port_num = 1,
-			.qp_access_flags = REMOTE_ALL,
-		};
-		ASSERT_EQ(0, ibv_modify_qp(self->lb.b, &attr, IBV_QP_STATE |
-					   IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-					   IBV_QP_ACCESS_FLAGS));
-		attr = (struct ibv_qp_attr){
-			.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_4096,
-			.dest_qp_num = self->lb.a->qp_num, .min_rnr_timer = 12,
-			.ah_attr = { .dlid = port.lid, .port_num = 1 },
-		};
-		ASSERT_EQ(0, ibv_modify_qp(self->lb.b, &attr, IBV_QP_STATE |
-					   IBV_QP_AV | IBV_QP_PATH_MTU |
-					   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-					   IBV_QP_MAX_DEST_RD_ATOMIC |
-					   IBV_QP_MIN_RNR_TIMER));
+		ASSERT_EQ(0, rc_connect(self->lb.b, &b));
 		ASSERT_EQ(0, set_qp_state(self->lb.a, IBV_QPS_RESET));
 		ASSERT_EQ(0, rsoft_connect(self->lb.a, port.lid, self->lb.b->qp_num));
 		ASSERT_EQ(0, post_rdma(&self->lb, ops[i], 0, 8, (uintptr_t)word,

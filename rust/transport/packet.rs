@@ -74,6 +74,19 @@ impl Opcode {
         }
     }
 
+    /// Whether it is an atomic: exactly [`ATOMIC_LEN`] bytes, answered with
+    /// the old value.
+    pub(crate) fn is_atomic(self) -> bool {
+        matches!(self, Self::CompareSwap | Self::FetchAdd)
+    }
+
+    /// Whether its answer carries data back (a READ or an atomic): the
+    /// requester writes it into its SGEs, and the responder needs the
+    /// resources `max_dest_rd_atomic` counts.
+    pub(crate) fn answers_with_data(self) -> bool {
+        self == Self::Read || self.is_atomic()
+    }
+
     /// Whether the request takes a receive WQE at the responder.
     pub(crate) fn consumes_recv(self) -> bool {
         matches!(

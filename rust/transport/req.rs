@@ -51,27 +51,26 @@ pub(crate) fn send(
         return fail(WcStatus::LocalQpOperation, after);
     }
     let bth = rules::bth(qp.qp_type, opcode);
-    // Reads and atomics write their result into the local SGEs.
-    let need = match opcode {
-        Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd => Access::LOCAL_WRITE,
-        _ => Access::LOCAL_READ,
+    let need = if opcode.answers_with_data() {
+        Access::LOCAL_WRITE
+    } else {
+        Access::LOCAL_READ
     };
     let len = match head.data.check(net.mrs(), qp.pd, need) {
         Err(BadSge) => return fail(WcStatus::LocalProtection, after),
         Ok(len) => len,
     };
-    // A datagram is at most the port's MTU; an atomic is exactly 8 bytes
-    // (one of none would still reach the responder's memory).
-    let atomic = matches!(opcode, Opcode::CompareSwap | Opcode::FetchAdd);
+    // An atomic is exactly 8 bytes (one of none would still reach the
+    // responder's memory); a datagram is at most the port's MTU.
+    if opcode.is_atomic() && len != ATOMIC_LEN {
+        return fail(WcStatus::LocalLength, after);
+    }
     let max = if qp.qp_type.is_datagram() {
         net.mtu()
     } else {
         limits::MAX_MSG_SIZE
     };
     let len = match u32::try_from(len) {
-        Ok(len) if atomic && u64::from(len) != ATOMIC_LEN => {
-            return fail(WcStatus::LocalLength, after)
-        }
         Ok(len) if len <= max => len,
         _ => return fail(WcStatus::LocalLength, after),
     };

@@ -198,24 +198,21 @@ fn judge<'r>(
         }
     };
     let rights = d.attr.access_flags;
-    let remote_check = |remote, need| {
-        // Zero-length RDMA names no memory and checks no key.
-        let bad = req.len > 0 && !remote_ok(port, dest, rights, remote, req.len.into(), need);
+    // A zero-length RDMA names no memory and checks no key; an atomic
+    // names its 8 bytes whatever length it claims.
+    let remote_check = |remote, len: u64, need| {
+        let bad = len > 0 && !remote_ok(port, dest, rights, remote, len, need);
         bad.then(|| nak(Nak::RemoteAccess))
     };
-    // READs and atomics need the responder resources `max_dest_rd_atomic`
-    // counts: with none, they are refused as rxe and hardware refuse them.
-    let needs_resources = matches!(
-        req.op,
-        SendOp::RdmaRead(_) | SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. }
-    );
-    if needs_resources && d.attr.max_dest_rd_atomic == 0 {
+    // With no responder resources, READs and atomics are refused, as rxe
+    // and hardware refuse them.
+    if req.opcode.answers_with_data() && d.attr.max_dest_rd_atomic == 0 {
         return nak(Nak::InvalidRequest);
     }
     let refused = match req.op {
         SendOp::Send => None,
-        SendOp::RdmaWrite(r) => remote_check(r, Access::REMOTE_WRITE),
-        SendOp::RdmaRead(r) => remote_check(r, Access::REMOTE_READ),
+        SendOp::RdmaWrite(r) => remote_check(r, req.len.into(), Access::REMOTE_WRITE),
+        SendOp::RdmaRead(r) => remote_check(r, req.len.into(), Access::REMOTE_READ),
         // The core keeps an MR's iova and memory at the same page offset,
         // so an aligned address is an aligned word.
         SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. }
@@ -223,17 +220,8 @@ fn judge<'r>(
         {
             Some(nak(Nak::InvalidRequest))
         }
-        // An atomic names its 8 bytes whatever length it claims.
         SendOp::CompareSwap { remote, .. } | SendOp::FetchAdd { remote, .. } => {
-            let ok = remote_ok(
-                port,
-                dest,
-                rights,
-                remote,
-                ATOMIC_LEN,
-                Access::REMOTE_ATOMIC,
-            );
-            (!ok).then(|| nak(Nak::RemoteAccess))
+            remote_check(remote, ATOMIC_LEN, Access::REMOTE_ATOMIC)
         }
         SendOp::Local(_) => Some(nak(Nak::InvalidRequest)),
     };

@@ -1213,26 +1213,25 @@ static void *work(void *arg)
 
 	for (w->done = 0; w->done < w->ops && !failed; w->done++) {
 		struct lane *l = &lanes[w->first + below(&w->rng, w->count)];
+		enum { OVERRUN = 1, DESTROY } alone;
 		int ret;
 
 		if (w->single)
 			ops_done = w->done;
-		if (!w->single && !below(&w->rng, 600)) {
-			/* One thread runs: a failure shows the steps of this phase. */
+		/*
+		 * What needs every lane runs alone: a shared overrun, or a
+		 * destroy with work queued (a lane gets new QPs only with the
+		 * other threads stopped).
+		 */
+		alone = w->single ? 0 : !below(&w->rng, 600) ? OVERRUN :
+			!below(&w->rng, 900) ? DESTROY : 0;
+		if (alone) {
+			/* A failure shows the steps of this phase. */
 			pthread_rwlock_wrlock(&world);
 			ops_done = w->done;
 			tracing = 1;
-			ret = shared_overrun(&w->rng);
-			tracing = ret != 0;
-		} else if (!w->single && !below(&w->rng, 900)) {
-			/*
-			 * A destroy with work queued: a lane gets new QPs only
-			 * with the other threads stopped.
-			 */
-			pthread_rwlock_wrlock(&world);
-			ops_done = w->done;
-			tracing = 1;
-			ret = op_destroy(l, &w->rng);
+			ret = alone == OVERRUN ? shared_overrun(&w->rng) :
+			      op_destroy(l, &w->rng);
 			tracing = ret != 0;
 		} else {
 			pthread_rwlock_rdlock(&world);
