@@ -88,7 +88,13 @@ pub(crate) fn receive(
             }
             Some(Response::Nak(nak))
         }
-        Verdict::Execute(recv) => Some(execute(port, dest, req, recv, pace, after)),
+        Verdict::Execute(recv) => match execute(port, dest, req, recv, pace, after) {
+            // Destroyed during the copy, it answers nothing, as a host
+            // that vanished does not: its requester retries, then fails
+            // as it would on a wire.
+            Response::Fault if dest.is_closing() => None,
+            response => Some(response),
+        },
     }
 }
 
