@@ -199,6 +199,7 @@ rm -rf "$only_hfi1"
 if insmod "$ko"; then
 	ROCE_KERNEL_LOG=0 "$top/selftests/roce.sh" rsoft
 	"$top/selftests/roce-cross.sh"
+	"$top/selftests/netns.sh"
 	check "RoCE: rmmod once the links are gone" rmmod rsoft
 else
 	fail "insmod rsoft.ko for the RoCE links"
