@@ -55,8 +55,9 @@ else
 	g0=1 g1=1
 fi
 
-# cross NAME DONE SERVER... -- CLIENT...: the server here, the client in the
-# namespace; both must succeed and the client print DONE (a regex).
+# cross NAME DONE SDONE SERVER... -- CLIENT...: the server here, the client
+# in the namespace; both must succeed, the client print DONE and the server
+# SDONE (regexes; an empty SDONE asks nothing of the server).
 listening() { # PORT: a TCP socket or an rdma_cm ID listens on it
 	ss -ltn | grep -q ":$1 " ||
 		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
@@ -65,8 +66,8 @@ up() { # PID PORT: the server listens, or died (the client then fails)
 	! kill -0 "$1" 2>/dev/null || listening "$2"
 }
 cross() {
-	local name=$1 done=$2 srv=() s crc=0 src=0
-	shift 2
+	local name=$1 done=$2 sdone=$3 srv=() s crc=0 src=0 t0=$SECONDS
+	shift 3
 	while [[ $1 != -- ]]; do
 		srv+=("$1")
 		shift
@@ -77,8 +78,10 @@ cross() {
 	until_ok 30 up $s $port
 	timeout -k 5 $T ip netns exec $ns "$@" >"$work/client" 2>&1 || crc=$?
 	wait $s || src=$?
-	if ((crc == 0 && src == 0)) && grep -Eq "$done" "$work/client"; then
+	if ((crc == 0 && src == 0)) && grep -Eq "$done" "$work/client" &&
+		{ [[ -z $sdone ]] || grep -Eq "$sdone" "$work/server"; }; then
 		pass "$name"
+		echo "# $name: $((SECONDS - t0)) s"
 	else
 		fail "$name (client $crc, server $src)"
 		sed 's/^/# server: /' "$work/server" | tail -20
@@ -91,30 +94,58 @@ port=7600
 for pp in "ibv_rc_pingpong -s 4096 -n 200 -c" "ibv_uc_pingpong -s 4096 -n 200 -c" \
 	"ibv_ud_pingpong -s 512 -n 200 -c"; do
 	read -ra a <<<"$pp"
-	cross "$pp -g (rsoft_v1 in $ns -> rsoft_v0)" 'iters in' \
+	cross "$pp -g (rsoft_v1 in $ns -> rsoft_v0)" 'iters in' 'iters in' \
 		"${a[@]}" -d rsoft_v0 -g "$g0" -p $port -- \
 		"${a[@]}" -d rsoft_v1 -g "$g1" -p $port $ip0
 done
-cross "rping -C 200 -v -V ($ns -> here)" 'ping data: rdma-ping-199: ' \
+cross "rping -C 200 -v -V ($ns -> here)" 'ping data: rdma-ping-199: ' '' \
 	rping -s -a $ip0 -p $port -C 200 -- \
 	rping -c -a $ip0 -p $port -C 200 -v -V
 cross "ucmatose -c 4 -C 20 ($ns -> here)" 'data transfers complete' \
+	'data transfers complete' \
 	ucmatose -b $ip0 -p $port -c 4 -C 20 -- \
 	ucmatose -s $ip0 -p $port -c 4 -C 20
 port=7174	# udaddy's port is fixed
 cross "udaddy -c 2 -C 10 ($ns -> here)" 'data transfers complete' \
+	'data transfers complete' \
 	udaddy -b $ip0 -c 2 -C 10 -- \
 	udaddy -s $ip0 -c 2 -C 10
+# perftest: each operation once, bandwidth and latency, the QPs exchanged
+# over TCP (on the GIDs, -x) and over rdma_cm (-R)
 port=7610
-cross "ib_write_bw -R -s 65536 ($ns -> here)" '^ *65536 +200 ' \
-	ib_write_bw -d rsoft_v0 -R -F -s 65536 -n 200 -p $port -- \
-	ib_write_bw -d rsoft_v1 -R -F -s 65536 -n 200 -p $port $ip0
+row='^ *[0-9]+ +100 +[0-9.]'
+for t in "send_bw -x" "write_lat -R" "read_bw -R" "atomic_lat -x"; do
+	read -r t how <<<"$t"
+	a0=(-R) a1=(-R) srow=$row
+	[[ $how == -x ]] && a0=(-x "$g0") a1=(-x "$g1")
+	# (The passive side of an atomic latency test measures nothing.)
+	[[ $t == atomic_lat ]] && srow=
+	cross "ib_$t $how ($ns -> here)" "$row" "$srow" \
+		ib_$t -d rsoft_v0 "${a0[@]}" -F -n 100 -p $port -- \
+		ib_$t -d rsoft_v1 "${a1[@]}" -F -n 100 -p $port $ip0
+done
+# librpma (read, write, send, with immediate, all verified) and libfabric's
+# verbs provider, each end naming the device it found for its address
+cross "librpma: read, write, send, with immediate ($ns -> here)" \
+	'^client: all verified$' '^server: all verified$' \
+	"$(dirname "$0")/build/rpma/rpma_check" server $ip0 $port -- \
+	"$(dirname "$0")/build/rpma/rpma_check" client $ip0 $port
+rpma_devices() {
+	grep -q '^server: device rsoft_v0$' "$work/server" &&
+		grep -q '^client: device rsoft_v1$' "$work/client"
+}
+check "librpma: the server on rsoft_v0, the client on rsoft_v1" rpma_devices
+fi_row='^4k +100 +=100 '
+cross "fi_pingpong -p verbs -e msg -c ($ns -> here)" "$fi_row" "$fi_row" \
+	env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v0 -I 100 -S 4096 -c -B $port -- \
+	env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v1 -I 100 -S 4096 -c -P $port $ip0
 # Each device executed what the other sent: the traffic crossed devices.
 counter() { # LINK NAME
 	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
 }
 crossed() {
-	(($(counter rsoft_v0 rdma_writes) >= 200 && $(counter rsoft_v0 receives) > 0 &&
+	(($(counter rsoft_v0 rdma_writes) >= 100 && $(counter rsoft_v0 rdma_reads) >= 100 &&
+		$(counter rsoft_v0 atomics) >= 100 && $(counter rsoft_v0 receives) > 0 &&
 		$(counter rsoft_v1 receives) > 0))
 }
 if crossed; then
@@ -125,17 +156,49 @@ else
 	rdma statistic show link rsoft_v1/1 | sed 's/^/# /'
 fi
 
-# The namespace goes with the link still in it: its netdev moves back to
-# the initial namespace or is destroyed, and the link with it.
-check "rdma link delete rsoft_v0" timeout $T rdma link delete rsoft_v0
-check "ip netns delete $ns with rsoft_v1 in it" ip netns delete $ns
-ip link del v0 2>/dev/null
-if until_ok 20 sh -c '! rdma link | grep -q rsoft_v1'; then
-	pass "rsoft_v1 is gone with its netdev"
+# The veth removed while a WRITE stream crosses it: both links go, the
+# writer sees its device fail and exits, and nothing is left behind.
+timeout -k 5 $T ib_write_bw -d rsoft_v0 -x "$g0" -F -D 30 -p $port >"$work/server" 2>&1 &
+s=$!
+until_ok 30 up $s $port
+timeout -k 5 $T ip netns exec $ns ib_write_bw -d rsoft_v1 -x "$g1" -F -D 30 -p $port $ip0 \
+	>"$work/client" 2>&1 &
+c=$!
+w0=$(counter rsoft_v0 rdma_writes)
+streaming() { (($(counter rsoft_v0 rdma_writes) > w0 + 100)); }
+check "a WRITE stream from $ns runs" until_ok 30 streaming
+in_ns ip link del v1
+gone() { ! rdma link | grep -Eq 'rsoft_v[01]/'; }
+check "ip link del of the veth under traffic takes both links" until_ok 30 gone
+# (perftest's server waits on its TCP socket, which the veth took along.)
+ended() { ! kill -0 $c 2>/dev/null; }
+if until_ok 30 ended; then
+	pass "the writer in $ns exits"
 else
-	fail "rsoft_v1 is gone with its netdev"
+	fail "the writer in $ns exits"
+	sed 's/^/# server: /' "$work/server" | tail -5
+	sed 's/^/# client: /' "$work/client" | tail -5
+fi
+kill $c $s 2>/dev/null
+wait $c $s 2>/dev/null
+
+ip netns delete $ns
+
+# A namespace deleted with a link in it: its netdev is destroyed, and the
+# link with it. (A new namespace: the one above lives on until the TCP
+# connection the veth took along times out.)
+ns=rsoft_ns2
+ip netns add $ns && in_ns ip link add d1 type dummy && in_ns ip link set d1 up
+check "rdma link add rsoft_d1 (in $ns)" \
+	timeout $T ip netns exec $ns rdma link add rsoft_d1 type rsoft netdev d1
+check "ip netns delete $ns with rsoft_d1 in it" ip netns delete $ns
+gone() { ! rdma link | grep -q 'rsoft_d1/'; }
+if until_ok 30 gone; then
+	pass "rsoft_d1 is gone with its namespace"
+else
+	fail "rsoft_d1 is gone with its namespace"
 	rdma link | sed 's/^/# /'
-	rdma link delete rsoft_v1 2>/dev/null
+	rdma link delete rsoft_d1 2>/dev/null
 fi
 rm -rf "$work"
 exit 0
