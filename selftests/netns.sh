@@ -14,20 +14,8 @@ work=$(mktemp -d /tmp/netns.XXXXXX)
 
 TAP_PREFIX="netns: "
 . "$(dirname "$0")/tap.sh"
+. "$(dirname "$0")/roce-lib.sh"
 in_ns() { ip netns exec $ns "$@"; }
-
-# The index of the RoCE v2 GID that holds IPv4 address ADDR on DEV's port.
-gid_index() { # DEV ADDR
-	local p=/sys/class/infiniband/$1/ports/1 want g
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
-	for g in "$p"/gids/*; do
-		[[ $(cat "$g") == "$want" ]] || continue
-		[[ $(cat "$p/gid_attrs/types/${g##*/}" 2>/dev/null) == "RoCE v2" ]] || continue
-		echo "${g##*/}"
-		return 0
-	done
-	return 1
-}
 
 if ! ip netns add $ns; then
 	fail "ip netns add $ns"
@@ -55,90 +43,64 @@ else
 	g0=1 g1=1
 fi
 
-# cross NAME DONE SDONE SERVER... -- CLIENT...: the server here, the client
-# in the namespace; both must succeed, the client print DONE and the server
-# SDONE (regexes; an empty SDONE asks nothing of the server).
-listening() { # PORT: a TCP socket or an rdma_cm ID listens on it
-	ss -ltn | grep -q ":$1 " ||
-		rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
-}
-up() { # PID PORT: the server listens, or died (the client then fails)
-	! kill -0 "$1" 2>/dev/null || listening "$2"
-}
-cross() {
-	local name=$1 done=$2 sdone=$3 srv=() s crc=0 src=0 t0=$SECONDS
-	shift 3
-	while [[ $1 != -- ]]; do
-		srv+=("$1")
-		shift
-	done
-	shift
-	timeout -k 5 $T "${srv[@]}" >"$work/server" 2>&1 &
-	s=$!
-	until_ok 30 up $s $port
-	timeout -k 5 $T ip netns exec $ns "$@" >"$work/client" 2>&1 || crc=$?
-	wait $s || src=$?
-	if ((crc == 0 && src == 0)) && grep -Eq "$done" "$work/client" &&
-		{ [[ -z $sdone ]] || grep -Eq "$sdone" "$work/server"; }; then
-		pass "$name"
-		echo "# $name: $((SECONDS - t0)) s"
-	else
-		fail "$name (client $crc, server $src)"
-		sed 's/^/# server: /' "$work/server" | tail -20
-		sed 's/^/# client: /' "$work/client" | tail -20
-	fi
-	port=$((port + 1))
+# ns_pair NAME KIND PORT CHECK: pair, with the server here and the client
+# cli[] in the namespace.
+ns_pair() {
+	cli=(ip netns exec $ns "${cli[@]}")
+	pair "$@"
 }
 
 port=7600
 for pp in "ibv_rc_pingpong -s 4096 -n 200 -c" "ibv_uc_pingpong -s 4096 -n 200 -c" \
 	"ibv_ud_pingpong -s 512 -n 200 -c"; do
 	read -ra a <<<"$pp"
-	cross "$pp -g (rsoft_v1 in $ns -> rsoft_v0)" 'iters in' 'iters in' \
-		"${a[@]}" -d rsoft_v0 -g "$g0" -p $port -- \
-		"${a[@]}" -d rsoft_v1 -g "$g1" -p $port $ip0
+	srv=("${a[@]}" -d rsoft_v0 -g "$g0" -p $port)
+	cli=("${a[@]}" -d rsoft_v1 -g "$g1" -p $port $ip0)
+	ns_pair "$pp -g (rsoft_v1 in $ns -> rsoft_v0)" tcp $port pp_done
+	port=$((port + 1))
 done
-cross "rping -C 200 -v -V ($ns -> here)" 'ping data: rdma-ping-199: ' '' \
-	rping -s -a $ip0 -p $port -C 200 -- \
-	rping -c -a $ip0 -p $port -C 200 -v -V
-cross "ucmatose -c 4 -C 20 ($ns -> here)" 'data transfers complete' \
-	'data transfers complete' \
-	ucmatose -b $ip0 -p $port -c 4 -C 20 -- \
-	ucmatose -s $ip0 -p $port -c 4 -C 20
-port=7174	# udaddy's port is fixed
-cross "udaddy -c 2 -C 10 ($ns -> here)" 'data transfers complete' \
-	'data transfers complete' \
-	udaddy -b $ip0 -c 2 -C 10 -- \
-	udaddy -s $ip0 -c 2 -C 10
+rping_data_200() { rping_data "$1" 200; }
+srv=(rping -s -a $ip0 -p $port -C 200)
+cli=(rping -c -a $ip0 -p $port -C 200 -v -V)
+ns_pair "rping -C 200 -v -V ($ns -> here)" cm $port rping_data_200
+port=$((port + 1))
+srv=(ucmatose -b $ip0 -p $port -c 4 -C 20)
+cli=(ucmatose -s $ip0 -p $port -c 4 -C 20)
+ns_pair "ucmatose -c 4 -C 20 ($ns -> here)" cm $port cmatose_done
+# (udaddy's -p is the port space: it always uses port 7174)
+srv=(udaddy -b $ip0 -c 2 -C 10)
+cli=(udaddy -s $ip0 -c 2 -C 10)
+ns_pair "udaddy -c 2 -C 10 ($ns -> here)" cm 7174 cmatose_done
+
 # perftest: each operation once, bandwidth and latency, the QPs exchanged
 # over TCP (on the GIDs, -x) and over rdma_cm (-R)
 port=7610
-row='^ *[0-9]+ +100 +[0-9.]'
 for t in "send_bw -x" "write_lat -R" "read_bw -R" "atomic_lat -x"; do
 	read -r t how <<<"$t"
-	a0=(-R) a1=(-R) srow=$row
-	[[ $how == -x ]] && a0=(-x "$g0") a1=(-x "$g1")
-	# (The passive side of an atomic latency test measures nothing.)
-	[[ $t == atomic_lat ]] && srow=
-	cross "ib_$t $how ($ns -> here)" "$row" "$srow" \
-		ib_$t -d rsoft_v0 "${a0[@]}" -F -n 100 -p $port -- \
-		ib_$t -d rsoft_v1 "${a1[@]}" -F -n 100 -p $port $ip0
+	kind=cm a0=(-R) a1=(-R)
+	[[ $how == -x ]] && kind=tcp a0=(-x "$g0") a1=(-x "$g1")
+	srv=(ib_$t -d rsoft_v0 "${a0[@]}" -F -n 100 -p $port)
+	cli=(ib_$t -d rsoft_v1 "${a1[@]}" -F -n 100 -p $port $ip0)
+	ns_pair "ib_$t $how ($ns -> here)" $kind $port perf_row
+	port=$((port + 1))
 done
-# librpma (read, write, send, with immediate, all verified) and libfabric's
-# verbs provider, each end naming the device it found for its address
-cross "librpma: read, write, send, with immediate ($ns -> here)" \
-	'^client: all verified$' '^server: all verified$' \
-	"$(dirname "$0")/build/rpma/rpma_check" server $ip0 $port -- \
-	"$(dirname "$0")/build/rpma/rpma_check" client $ip0 $port
-rpma_devices() {
-	grep -q '^server: device rsoft_v0$' "$work/server" &&
-		grep -q '^client: device rsoft_v1$' "$work/client"
+# librpma (read, write, send, with immediate, all verified), each end on
+# the device of its own namespace; libfabric's verbs provider
+rpma_ok() {
+	grep -q '^server: device rsoft_v0$' "$1/server" &&
+		grep -q '^client: device rsoft_v1$' "$1/client" &&
+		grep -q '^server: all verified' "$1/server" &&
+		grep -q '^client: all verified' "$1/client"
 }
-check "librpma: the server on rsoft_v0, the client on rsoft_v1" rpma_devices
-fi_row='^4k +100 +=100 '
-cross "fi_pingpong -p verbs -e msg -c ($ns -> here)" "$fi_row" "$fi_row" \
-	env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v0 -I 100 -S 4096 -c -B $port -- \
-	env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v1 -I 100 -S 4096 -c -P $port $ip0
+srv=("$(dirname "$0")/build/rpma/rpma_check" server $ip0 $port)
+cli=("$(dirname "$0")/build/rpma/rpma_check" client $ip0 $port)
+ns_pair "librpma: read, write, send, with immediate ($ns -> here)" cm $port rpma_ok
+port=$((port + 1))
+srv=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v0 -I 100 -S 4096 -c -B $port)
+cli=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v1 -I 100 -S 4096 -c -P $port $ip0)
+ns_pair "fi_pingpong -p verbs -e msg -c ($ns -> here)" tcp $port fi_row
+port=$((port + 1))
+
 # Each device executed what the other sent: the traffic crossed devices.
 counter() { # LINK NAME
 	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
@@ -160,7 +122,7 @@ fi
 # writer sees its device fail and exits, and nothing is left behind.
 timeout -k 5 $T ib_write_bw -d rsoft_v0 -x "$g0" -F -D 30 -p $port >"$work/server" 2>&1 &
 s=$!
-until_ok 30 up $s $port
+until_ok 60 listening tcp $port $s
 timeout -k 5 $T ip netns exec $ns ib_write_bw -d rsoft_v1 -x "$g1" -F -D 30 -p $port $ip0 \
 	>"$work/client" 2>&1 &
 c=$!

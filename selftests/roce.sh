@@ -26,72 +26,7 @@ start=$SECONDS
 
 TAP_PREFIX="$type: " TAP_TIMEOUT=$T
 . "$top/selftests/tap.sh"
-
-# show FILE LABEL: FILE as "# LABEL: " lines, its head and tail if long.
-show() {
-	[[ -s $1 ]] || return 0
-	tr -d '\r' <"$1" | awk -v p="# $2: " '
-		NR <= 20 { print p $0 }
-		{ line[NR] = $0 }
-		END {
-			from = NR - 40 > 20 ? NR - 40 : 20
-			if (from > 20) print p "... (" from - 20 " lines)"
-			for (i = from + 1; i <= NR; i++) print p line[i]
-		}'
-}
-# The servers do not tell when they listen: look for their rdma_cm ID or
-# TCP socket. A server that died is not waited for (the client then fails
-# and both outputs show why).
-cm_listening() {
-	rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
-}
-tcp_listening() {
-	grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp /proc/net/tcp6
-}
-listening() { # KIND PORT PID
-	kill -0 "$3" 2>/dev/null || return 0
-	"$1_listening" "$2"
-}
-
-# pair NAME KIND PORT [CHECK]: the server command srv[] in the background;
-# once it listens (KIND cm or tcp, on PORT) the client command cli[]. Both
-# must exit 0 and CHECK (a function given their output directory) pass.
-pair() {
-	local name=$1 kind=$2 port=$3 chk=${4:-true} d s crc=0 src=0 t0=$SECONDS
-	d=$work/${name//[^A-Za-z0-9_.-]/_}
-	mkdir -p "$d"
-	timeout -k 5 $T "${srv[@]}" >"$d/server" 2>"$d/server.err" &
-	s=$!
-	until_ok 60 listening "$kind" "$port" "$s"
-	timeout -k 5 $T "${cli[@]}" >"$d/client" 2>"$d/client.err" || crc=$?
-	wait "$s" || src=$?
-	if ((crc == 0 && src == 0)) && "$chk" "$d"; then
-		pass "$name"
-		echo "# $name: $((SECONDS - t0)) s"
-	else
-		fail "$name (client $crc, server $src)"
-		echo "# server: ${srv[*]}"
-		echo "# client: ${cli[*]}"
-		show "$d/client" client
-		show "$d/client.err" "client stderr"
-		show "$d/server" server
-		show "$d/server.err" "server stderr"
-	fi
-}
-
-# The index of the RoCE v2 GID that holds IPv4 address ADDR on DEV's port.
-gid_index() { # DEV ADDR
-	local p=/sys/class/infiniband/$1/ports/1 want g i
-	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
-	for g in "$p"/gids/*; do
-		i=${g##*/}
-		[[ $(cat "$g") == "$want" ]] || continue
-		[[ $(cat "$p/gid_attrs/types/$i" 2>/dev/null) == "RoCE v2" ]] || continue
-		echo "$i"
-		return 0
-	done
-	return 1
-}
+. "$top/selftests/roce-lib.sh"
 
 [[ ${ROCE_KERNEL_LOG:-1} == 1 && -w /sys/kernel/debug/kmemleak ]] &&
 	echo clear > /sys/kernel/debug/kmemleak
@@ -187,21 +122,6 @@ wait "$awpid" 2>/dev/null
 expect "rdma link: $ddev active again" "^link $ddev/1 state ACTIVE " rdma link
 
 # --- rdmacm-utils over the links' IPv4 addresses
-# rping -v prints the data each round trip brought back: "ping data:
-# rdma-ping-N: " and then letters from 'A'+N, cycling through 'A'..'z'.
-rping_data() { # DIR COUNT
-	awk -v n="$2" '
-		/^ping data: / {
-			s = substr($0, 12)
-			want = sprintf("rdma-ping-%d: ", i)
-			for (c = 65 + i % 58; length(want) < length(s); c = c < 122 ? c + 1 : 65)
-				want = want sprintf("%c", c)
-			if (s != want) { print "# line " i ": " s " != " want; bad++ }
-			i++
-		}
-		END { if (i != n) print "# " i " ping data lines, want " n; exit bad || i != n }
-	' "$1/client"
-}
 rping_data_1000() { rping_data "$1" 1000; }
 srv=(rping -s -a "$ip4" -p 7471 -C 1000)
 cli=(rping -c -a "$ip4" -p 7471 -C 1000 -v -V)
@@ -211,7 +131,6 @@ srv=(rping -s -a "$dip4" -p 7472 -C 50 -S 3000)
 cli=(rping -c -a "$dip4" -p 7472 -C 50 -S 3000 -V)
 pair "rping -C 50 -S 3000 -V ($ddev)" cm 7472
 
-cmatose_done() { grep -q 'data transfers complete' "$1/client" && grep -q 'data transfers complete' "$1/server"; }
 srv=(ucmatose -b "$ip4" -p 7473 -c 4 -C 20)
 cli=(ucmatose -s "$ip4" -p 7473 -c 4 -C 20)
 pair "ucmatose -c 4 -C 20" cm 7473 cmatose_done
@@ -241,7 +160,6 @@ pair "riostream -S 65536 -C 50 -T v" cm 7479 stream_done
 # --- perftest with rdma_cm (-R). Every server has a port of its own: the
 # listening ID of the one before may still show for a moment after it exits.
 port=7490
-perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[0-9]+ '; }
 for t in "ib_send_bw -s 65536 -n 200" "ib_write_bw -s 65536 -n 200" \
 	"ib_read_bw -s 65536 -n 200" "ib_send_lat -s 64 -n 200" \
 	"ib_write_lat -s 64 -n 200"; do
@@ -253,7 +171,6 @@ for t in "ib_send_bw -s 65536 -n 200" "ib_write_bw -s 65536 -n 200" \
 done
 
 # --- the stock pingpongs on the IPv4 RoCE v2 GID (QPs exchanged over TCP)
-pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
 pp() { # NAME DEV GID ARGS...
 	local name=$1 d=$2 g=$3
 	shift 3
@@ -282,7 +199,6 @@ cli=("$bin/rpma/rpma_check" client "$ip4" 7482)
 pair "librpma: read, write, send, send and write with immediate" cm 7482 rpma_ok
 
 # --- libfabric's verbs provider, msg endpoints (rdma_cm), data checked
-fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' "$1/server"; }
 srv=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d "$dev" -I 100 -S 4096 -c -B 7483)
 cli=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d "$dev" -I 100 -S 4096 -c -P 7483 "$ip4")
 pair "fi_pingpong -p verbs -e msg -c" tcp 7483 fi_row

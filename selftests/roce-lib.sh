@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by the RoCE test scripts after tap.sh: finding a port's GID, and
+# running a stock client/server tool as a pair of processes and judging
+# their output. The caller sets T (the bound of every command) and work (a
+# directory for the outputs).
+
+# gid_index DEV ADDR: the index of the RoCE v2 GID that holds IPv4 address
+# ADDR on DEV's port (the core places GIDs where it finds room).
+gid_index() {
+	local p=/sys/class/infiniband/$1/ports/1 want g
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
+	for g in "$p"/gids/*; do
+		[[ $(cat "$g") == "$want" ]] || continue
+		[[ $(cat "$p/gid_attrs/types/${g##*/}" 2>/dev/null) == "RoCE v2" ]] || continue
+		echo "${g##*/}"
+		return 0
+	done
+	return 1
+}
+
+# show FILE LABEL: FILE as "# LABEL: " lines, its head and tail if long.
+show() {
+	[[ -s $1 ]] || return 0
+	tr -d '\r' <"$1" | awk -v p="# $2: " '
+		NR <= 20 { print p $0 }
+		{ line[NR] = $0 }
+		END {
+			from = NR - 40 > 20 ? NR - 40 : 20
+			if (from > 20) print p "... (" from - 20 " lines)"
+			for (i = from + 1; i <= NR; i++) print p line[i]
+		}'
+}
+# The servers do not tell when they listen: look for their rdma_cm ID or
+# TCP socket. A server that died is not waited for (the client then fails
+# and both outputs show why).
+cm_listening() {
+	rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
+}
+tcp_listening() {
+	grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp /proc/net/tcp6
+}
+listening() { # KIND PORT PID
+	kill -0 "$3" 2>/dev/null || return 0
+	"$1_listening" "$2"
+}
+
+# pair NAME KIND PORT [CHECK]: the server command srv[] in the background;
+# once it listens (KIND cm or tcp, on PORT) the client command cli[]. Both
+# must exit 0 and CHECK (a function given their output directory) pass.
+pair() {
+	local name=$1 kind=$2 port=$3 chk=${4:-true} d s crc=0 src=0 t0=$SECONDS
+	d=$work/${name//[^A-Za-z0-9_.-]/_}
+	mkdir -p "$d"
+	timeout -k 5 $T "${srv[@]}" >"$d/server" 2>"$d/server.err" &
+	s=$!
+	until_ok 60 listening "$kind" "$port" "$s"
+	timeout -k 5 $T "${cli[@]}" >"$d/client" 2>"$d/client.err" || crc=$?
+	wait "$s" || src=$?
+	if ((crc == 0 && src == 0)) && "$chk" "$d"; then
+		pass "$name"
+		echo "# $name: $((SECONDS - t0)) s"
+	else
+		fail "$name (client $crc, server $src)"
+		echo "# server: ${srv[*]}"
+		echo "# client: ${cli[*]}"
+		show "$d/client" client
+		show "$d/client.err" "client stderr"
+		show "$d/server" server
+		show "$d/server.err" "server stderr"
+	fi
+}
+
+# What the tools print when they did their job, for pair's CHECK.
+# rping -v prints the data each round trip brought back: "ping data:
+# rdma-ping-N: " and then letters from 'A'+N, cycling through 'A'..'z'.
+rping_data() { # DIR COUNT
+	awk -v n="$2" '
+		/^ping data: / {
+			s = substr($0, 12)
+			want = sprintf("rdma-ping-%d: ", i)
+			for (c = 65 + i % 58; length(want) < length(s); c = c < 122 ? c + 1 : 65)
+				want = want sprintf("%c", c)
+			if (s != want) { print "# line " i ": " s " != " want; bad++ }
+			i++
+		}
+		END { if (i != n) print "# " i " ping data lines, want " n; exit bad || i != n }
+	' "$1/client"
+}
+cmatose_done() { grep -q 'data transfers complete' "$1/client" && grep -q 'data transfers complete' "$1/server"; }
+perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[0-9]+ '; }
+pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
+fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' "$1/server"; }
