@@ -292,4 +292,68 @@ static inline int poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, double secs)
 	return n;
 }
 
+/*
+ * A SEND long enough to be caught in flight: 64 MiB of 0xab from a's new
+ * MR (wr_id 1, signaled) into another new MR, received by @qp's receive
+ * or, with @qp NULL, @srq's (wr_id 9).
+ */
+struct long_send {
+	size_t len;
+	char *src, *dst;
+	struct ibv_mr *smr, *dmr;
+};
+
+/*
+ * Posts the receive and the SEND and returns once the copy has visibly
+ * begun: 1 while it still goes on, 0 if it has ended already, -1 if it
+ * could not be set up or did not begin within 5 seconds.
+ */
+static inline int long_send_start(struct loopback *lb, struct long_send *ls,
+				  struct ibv_qp *qp, struct ibv_srq *srq)
+{
+	struct ibv_sge sge;
+	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = {
+		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+	}, *sbad;
+	double end = mono_now() + 5;
+
+	ls->len = 64 << 20;
+	ls->src = malloc(ls->len);
+	ls->dst = calloc(1, ls->len);
+	if (!ls->src || !ls->dst)
+		return -1;
+	memset(ls->src, 0xab, ls->len);
+	ls->smr = ibv_reg_mr(lb->pd, ls->src, ls->len, 0);
+	ls->dmr = ibv_reg_mr(lb->pd, ls->dst, ls->len, IBV_ACCESS_LOCAL_WRITE);
+	if (!ls->smr || !ls->dmr)
+		return -1;
+	sge = (struct ibv_sge){ (uintptr_t)ls->dst, ls->len, ls->dmr->lkey };
+	if (qp ? ibv_post_recv(qp, &rwr, &rbad) : ibv_post_srq_recv(srq, &rwr, &rbad))
+		return -1;
+	sge = (struct ibv_sge){ (uintptr_t)ls->src, ls->len, ls->smr->lkey };
+	if (ibv_post_send(lb->a, &swr, &sbad))
+		return -1;
+	while (!__atomic_load_n(ls->dst, __ATOMIC_RELAXED) && mono_now() < end)
+		;
+	if (__atomic_load_n(ls->dst, __ATOMIC_RELAXED) != (char)0xab)
+		return -1;
+	return !__atomic_load_n(ls->dst + ls->len - 1, __ATOMIC_RELAXED);
+}
+
+/* Deregisters and frees what long_send_start() made; 0 if all went. */
+static inline int long_send_end(struct long_send *ls)
+{
+	int ret = 0;
+
+	if (ls->smr && ibv_dereg_mr(ls->smr))
+		ret = -1;
+	if (ls->dmr && ibv_dereg_mr(ls->dmr))
+		ret = -1;
+	free(ls->src);
+	free(ls->dst);
+	return ret;
+}
+
 #endif /* RSOFT_LOOPBACK_H */

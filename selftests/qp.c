@@ -901,35 +901,13 @@ TEST_F(qp, peer_replaced_by_qp_of_same_number)
  */
 TEST_F(qp, peer_destroyed_mid_send_is_silent)
 {
-	const size_t len = 64 << 20;
 	struct loopback *lb = &self->lb;
-	char *src = malloc(len), *dst = calloc(1, len);
-	struct ibv_mr *smr, *dmr;
-	struct ibv_sge sge;
-	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *rbad;
-	struct ibv_send_wr swr = {
-		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
-	}, *sbad;
-	double end = mono_now() + 5;
+	struct long_send ls = { 0 };
 	struct ibv_wc wc;
 	int mid;
 
-	ASSERT_NE(NULL, src);
-	ASSERT_NE(NULL, dst);
-	memset(src, 0xab, len);
-	smr = ibv_reg_mr(lb->pd, src, len, 0);
-	dmr = ibv_reg_mr(lb->pd, dst, len, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NE(NULL, smr);
-	ASSERT_NE(NULL, dmr);
-	sge = (struct ibv_sge){ (uintptr_t)dst, len, dmr->lkey };
-	ASSERT_EQ(0, ibv_post_recv(lb->b, &rwr, &rbad));
-	sge = (struct ibv_sge){ (uintptr_t)src, len, smr->lkey };
-	ASSERT_EQ(0, ibv_post_send(lb->a, &swr, &sbad));
-	while (!__atomic_load_n(dst, __ATOMIC_RELAXED) && mono_now() < end)
-		;
-	ASSERT_EQ((char)0xab, __atomic_load_n(dst, __ATOMIC_RELAXED));
-	mid = !__atomic_load_n(dst + len - 1, __ATOMIC_RELAXED);
+	mid = long_send_start(lb, &ls, lb->b, NULL);
+	ASSERT_LE(0, mid);
 	ASSERT_EQ(0, ibv_destroy_qp(lb->b));
 	lb->b = NULL;
 	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 10));
@@ -938,10 +916,7 @@ TEST_F(qp, peer_destroyed_mid_send_is_silent)
 		SKIP(goto out, "the copy ended before the destroy");
 	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status) TH_LOG("status %d", wc.status);
 out:
-	EXPECT_EQ(0, ibv_dereg_mr(smr));
-	EXPECT_EQ(0, ibv_dereg_mr(dmr));
-	free(src);
-	free(dst);
+	EXPECT_EQ(0, long_send_end(&ls));
 }
 
 TEST_HARNESS_MAIN

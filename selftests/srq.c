@@ -236,37 +236,15 @@ TEST_F(srq, error_qp_leaves_srq_receives)
  */
 TEST_F(srq, last_wqe_reached_after_receive_in_flight)
 {
-	const size_t len = 64 << 20;
 	struct loopback *lb = &self->lb;
-	char *src = malloc(len), *dst = calloc(1, len);
-	struct ibv_mr *smr, *dmr;
+	struct long_send ls = { 0 };
 	struct ibv_async_event ev;
-	struct ibv_sge sge;
-	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 }, *rbad;
-	struct ibv_send_wr swr = {
-		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
-	}, *sbad;
-	double end = mono_now() + 5;
 	struct ibv_wc wc;
 	int mid;
 
-	ASSERT_NE(NULL, src);
-	ASSERT_NE(NULL, dst);
-	memset(src, 0xab, len);
-	smr = ibv_reg_mr(lb->pd, src, len, 0);
-	dmr = ibv_reg_mr(lb->pd, dst, len, IBV_ACCESS_LOCAL_WRITE);
-	ASSERT_NE(NULL, smr);
-	ASSERT_NE(NULL, dmr);
-	sge = (struct ibv_sge){ (uintptr_t)dst, len, dmr->lkey };
-	ASSERT_EQ(0, ibv_post_srq_recv(self->srq, &rwr, &rbad));
-	sge = (struct ibv_sge){ (uintptr_t)src, len, smr->lkey };
-	ASSERT_EQ(0, ibv_post_send(lb->a, &swr, &sbad));
 	/* Wait for the copy to start, then fail b while it goes on. */
-	while (!__atomic_load_n(dst, __ATOMIC_RELAXED) && mono_now() < end)
-		;
-	ASSERT_EQ((char)0xab, __atomic_load_n(dst, __ATOMIC_RELAXED));
-	mid = !__atomic_load_n(dst + len - 1, __ATOMIC_RELAXED);
+	mid = long_send_start(lb, &ls, NULL, self->srq);
+	ASSERT_LE(0, mid);
 	ASSERT_EQ(0, set_qp_state(lb->b, IBV_QPS_ERR));
 	ASSERT_EQ(IBV_EVENT_QP_LAST_WQE_REACHED, async_event(lb->ctx, &ev));
 	EXPECT_EQ(lb->b, ev.element.qp);
@@ -275,13 +253,10 @@ TEST_F(srq, last_wqe_reached_after_receive_in_flight)
 							   mid ? "during" : "after");
 	EXPECT_EQ(9, wc.wr_id);
 	EXPECT_EQ(lb->b->qp_num, wc.qp_num);
-	EXPECT_EQ((char)0xab, dst[len - 1]);
+	EXPECT_EQ((char)0xab, ls.dst[ls.len - 1]);
 	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 5));
 	EXPECT_EQ(1, wc.wr_id);
-	EXPECT_EQ(0, ibv_dereg_mr(smr));
-	EXPECT_EQ(0, ibv_dereg_mr(dmr));
-	free(src);
-	free(dst);
+	EXPECT_EQ(0, long_send_end(&ls));
 }
 
 TEST_HARNESS_MAIN
