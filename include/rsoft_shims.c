@@ -3,13 +3,17 @@
 
 #include <linux/sched.h>
 #include <linux/highmem.h>
+#include <linux/llist.h>
 #include <linux/moduleparam.h>
 #include <linux/netdevice.h>
 #include <linux/percpu.h>
 #include <linux/unaligned.h>
 #include <net/addrconf.h>
+#include <net/ip.h>
+#include <net/route.h>
 #include <linux/scatterlist.h>
 #include <linux/timer.h>
+#include <linux/workqueue.h>
 #include <net/net_namespace.h>
 #include <net/netlink.h>
 #include <rdma/ib_umem.h>
@@ -129,6 +133,14 @@ void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len)
 	kunmap_local(d);
 }
 
+void rsoft_page_read(void *dst, struct page *src, size_t off, size_t len)
+{
+	void *s = kmap_local_page(src);
+
+	memcpy(dst, s + off, len);
+	kunmap_local(s);
+}
+
 void rsoft_cond_resched(void)
 {
 	cond_resched();
@@ -195,6 +207,11 @@ bool rsoft_netdev_up(const struct net_device *ndev)
 unsigned int rsoft_netdev_mtu(const struct net_device *ndev)
 {
 	return READ_ONCE(ndev->mtu);
+}
+
+void rsoft_netdev_hold(struct net_device *ndev)
+{
+	dev_hold(ndev);
 }
 
 void rsoft_netdev_put(struct net_device *ndev)
@@ -265,4 +282,86 @@ u64 rsoft_percpu_sum(void *set, unsigned int n, unsigned int i)
 	for_each_possible_cpu(cpu)
 		sum += per_cpu(c[i], cpu);
 	return sum;
+}
+
+struct sk_buff *rsoft_ip4_skb(struct net_device *ndev, __be32 saddr,
+			      __be32 daddr, unsigned int len, u8 **data)
+{
+	struct flowi4 fl = {
+		.flowi4_oif = ndev->ifindex,
+		.flowi4_proto = IPPROTO_UDP,
+		.saddr = saddr,
+		.daddr = daddr,
+	};
+	struct sk_buff *skb;
+	struct rtable *rt;
+
+	rt = ip_route_output_key(dev_net(ndev), &fl);
+	if (IS_ERR(rt))
+		return NULL;
+	skb = alloc_skb(LL_RESERVED_SPACE(rt->dst.dev) + len, GFP_ATOMIC);
+	if (!skb) {
+		ip_rt_put(rt);
+		return NULL;
+	}
+	skb_reserve(skb, LL_RESERVED_SPACE(rt->dst.dev));
+	*data = skb_put(skb, len);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, sizeof(struct iphdr));
+	skb->protocol = htons(ETH_P_IP);
+	skb->dev = rt->dst.dev;
+	skb_dst_set(skb, &rt->dst);
+	return skb;
+}
+
+static int rsoft_ip4_xmit(struct sk_buff *skb)
+{
+	/* net_xmit_eval() evaluates its argument twice. */
+	int err = ip_local_out(dev_net(skb->dev), NULL, skb);
+
+	err = net_xmit_eval(err);
+	/* NET_XMIT_DROP and the like are positive. */
+	return err > 0 ? -ENOBUFS : err;
+}
+
+/*
+ * The IP output enables bottom halves, which must not happen with interrupts
+ * off, and the MAD layer posts under an irqsave lock: packets sent then wait
+ * here for a work item, and so do those sent after them, to keep the order.
+ */
+static LLIST_HEAD(rsoft_ip4_later);
+
+static void rsoft_ip4_send_later(struct work_struct *work)
+{
+	struct llist_node *list = llist_del_all(&rsoft_ip4_later);
+	struct sk_buff *skb, *next;
+
+	llist_for_each_entry_safe(skb, next, llist_reverse_order(list), ll_node) {
+		skb_mark_not_on_list(skb);
+		rsoft_ip4_xmit(skb);
+	}
+}
+
+static DECLARE_WORK(rsoft_ip4_work, rsoft_ip4_send_later);
+
+int rsoft_ip4_send(struct sk_buff *skb)
+{
+	if (irqs_disabled() || !llist_empty(&rsoft_ip4_later)) {
+		if (llist_add(&skb->ll_node, &rsoft_ip4_later))
+			schedule_work(&rsoft_ip4_work);
+		return 0;
+	}
+	return rsoft_ip4_xmit(skb);
+}
+
+void rsoft_ip4_flush(void)
+{
+	flush_work(&rsoft_ip4_work);
+	/* A packet queued after the last run is sent now. */
+	rsoft_ip4_send_later(NULL);
+}
+
+void rsoft_skb_free(struct sk_buff *skb)
+{
+	kfree_skb(skb);
 }

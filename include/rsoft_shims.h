@@ -39,6 +39,7 @@ void rsoft_copy_page(struct page *dst, size_t dst_off, struct page *src,
 void rsoft_page_write(struct page *dst, size_t off, const void *src, size_t len);
 /* virt_addr_valid() and virt_to_page() are macros; NULL outside the linear map. */
 struct page *rsoft_virt_to_page(unsigned long addr);
+void rsoft_page_read(void *dst, struct page *src, size_t off, size_t len);
 /* cond_resched() is a macro. */
 void rsoft_cond_resched(void);
 
@@ -66,6 +67,7 @@ struct notifier_block;
 /* netif_running(), netif_carrier_ok() and dev_put() are static inlines. */
 bool rsoft_netdev_up(const struct net_device *ndev);
 unsigned int rsoft_netdev_mtu(const struct net_device *ndev);
+void rsoft_netdev_hold(struct net_device *ndev);
 void rsoft_netdev_put(struct net_device *ndev);
 /* The EUI-64 of the netdev's MAC (addrconf_addr_eui48() is static inline). */
 u64 rsoft_netdev_eui64(const struct net_device *ndev);
@@ -86,5 +88,19 @@ void *rsoft_percpu_alloc(unsigned int n);
 void rsoft_percpu_free(void *set);
 void rsoft_percpu_add(void *set, unsigned int n, unsigned int i, u64 v);
 u64 rsoft_percpu_sum(void *set, unsigned int n, unsigned int i);
+
+/*
+ * An IPv4 packet of @len bytes from @saddr to @daddr out of @ndev, routed in
+ * @ndev's namespace, its @len bytes (from the IP header on) at *@data for
+ * the caller to fill; NULL without a route or memory. rsoft_ip4_send()
+ * consumes it and returns 0 or an errno, from any context (with interrupts
+ * off it is sent later, from a work item that rsoft_ip4_flush() waits
+ * for); rsoft_skb_free() drops it unsent.
+ */
+struct sk_buff *rsoft_ip4_skb(struct net_device *ndev, __be32 saddr,
+			      __be32 daddr, unsigned int len, u8 **data);
+int rsoft_ip4_send(struct sk_buff *skb);
+void rsoft_ip4_flush(void);
+void rsoft_skb_free(struct sk_buff *skb);
 
 #endif /* RSOFT_SHIMS_H */

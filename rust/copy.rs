@@ -164,3 +164,17 @@ pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], skip: u32, bytes: &[u8]) ->
     }
     Ok(())
 }
+
+/// Reads the bytes the (checked) `src` SGEs name into `out`, which is as
+/// long as they are.
+pub(crate) fn read_sges(mrs: &Mrs, src: &[SgeCopy], out: &mut [u8]) -> Result {
+    let mut src = Cursor::new(mrs, src);
+    let mut done = 0;
+    while done < out.len() {
+        let left = u32::try_from(out.len() - done)?;
+        let (smem, soff, n) = src.take(left)?.ok_or(EINVAL)?;
+        smem.read(soff, &mut out[done..done + n as usize])?;
+        done += n as usize;
+    }
+    Ok(())
+}

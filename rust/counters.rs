@@ -24,9 +24,16 @@ pub(crate) enum Counter {
     Atomics,
     /// Payload bytes of executed operations.
     Bytes,
+    /// Packets handed to the RoCEv2 wire, and their bytes from the IP
+    /// header on.
+    WireSentPackets,
+    WireSentBytes,
+    /// Packets for the RoCEv2 wire that could not be sent (no route, no
+    /// memory, dropped on the way out).
+    WireSendErrors,
 }
 
-const COUNT: usize = Counter::Bytes as usize + 1;
+const COUNT: usize = Counter::WireSendErrors as usize + 1;
 
 pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("cqes")),
@@ -39,6 +46,9 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("rdma_reads")),
     CounterDesc::new(c_str!("atomics")),
     CounterDesc::new(c_str!("bytes")),
+    CounterDesc::new(c_str!("wire_sent_packets")),
+    CounterDesc::new(c_str!("wire_sent_bytes")),
+    CounterDesc::new(c_str!("wire_send_errors")),
 ];
 
 /// The port's counters; updated from any CPU without a lock, each CPU in

@@ -51,6 +51,7 @@ impl Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
+        self.0.unbind();
         drop(self.0.fabric.detach(&self.0));
     }
 }
@@ -98,7 +99,7 @@ pub(crate) fn register_ib(
         lid,
         gid: ib::Gid::link_local(guid),
     };
-    let net = Arc::pin_init(Net::new(link, fabric.clone())?, GFP_KERNEL)?;
+    let net = Arc::pin_init(Net::new(link, None, fabric.clone())?, GFP_KERNEL)?;
     devices.register(&config, None, device(guid, net, None))
 }
 
@@ -124,7 +125,11 @@ impl ib::LinkOps for Rsoft {
             node_guid: guid,
             comp_vectors: 1,
         };
-        let net = Arc::pin_init(Net::new(Link::Roce, fabric.clone())?, GFP_KERNEL)?;
+        let held = ib::NetDevRef::new(netdev);
+        let net = Arc::pin_init(
+            Net::new(Link::Roce, Some(held), fabric.clone())?,
+            GFP_KERNEL,
+        )?;
         let link = netdev.link();
         net.set_link(link.up, roce_mtu(link.mtu));
         let attached = Attached::new(&net)?;
@@ -133,6 +138,10 @@ impl ib::LinkOps for Rsoft {
 
     fn link_changed(dev: &RsoftDevice, link: ib::EthLink) {
         dev.net.set_link(link.up, roce_mtu(link.mtu));
+    }
+
+    fn link_gone(dev: &RsoftDevice) {
+        dev.net.unbind();
     }
 }
 

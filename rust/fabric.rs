@@ -91,9 +91,8 @@ impl<P: Port> Fabric<P> {
         }
     }
 
-    /// The port a packet to `gid` goes to. This is where a wire to other
-    /// hosts will take what no local port answers; until then such a
-    /// packet is lost.
+    /// The port of this host a packet to `gid` goes to; without one, the
+    /// packet is for another host.
     pub(crate) fn port_of(&self, gid: &Gid) -> Option<Arc<P>> {
         self.ports.lock().iter().find(|p| p.answers(gid)).cloned()
     }

@@ -23,6 +23,7 @@ mod event;
 mod gate;
 mod hold;
 mod ids;
+mod ip;
 mod irq_lock;
 mod layout;
 mod link;
@@ -51,11 +52,12 @@ pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, Wc
 pub(crate) use device::{DeviceConfig, Devices, Provider};
 pub(crate) use gate::Gate;
 pub(crate) use ids::{Key, MrId, PdId, QpNum};
+pub(crate) use ip::{DeferredSends, Ipv4Packet};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
 pub(crate) use memory::{Memory, PageList};
 pub(crate) use mr::{MrOps, MrRereg};
-pub(crate) use netdev::{EthLink, NetDev};
+pub(crate) use netdev::{EthLink, NetDev, NetDevRef};
 pub(crate) use params::{param_devices, param_provider};
 pub(crate) use percpu::PerCpuCounters;
 pub(crate) use qp::{

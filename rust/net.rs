@@ -9,7 +9,7 @@
 //! `qps` -> QP -> SRQ -> CQ ring; QP -> `mrs`; QP -> gate (a QP's or an
 //! MR's); `qps` -> gate; `gsi` -> gate; the fabric's `ports` -> `gids`;
 //! `qps`, `gsi` or a QP -> a QP's reach (see [`crate::qp::Reach`]) -> gate.
-//! `atomics` and the CQ ring take no other lock. No two QP locks are ever held at
+//! `atomics`, `netdev` and the CQ ring take no other lock. No two QP locks are ever held at
 //! once. The `ib` layer's lock of an object's holders (`rust/ib/hold.rs`)
 //! comes last: a hold may be dropped under any of these, and that lock
 //! takes no other.
@@ -17,7 +17,7 @@
 use crate::{
     counters::Counters,
     fabric::{self, Fabric},
-    ib::{Address, Gid, GidType, IrqSpinLock, Mtu},
+    ib::{Address, Gid, GidType, IrqSpinLock, Mtu, NetDevRef},
     limits,
     mr::Mrs,
     new_irq_spinlock,
@@ -51,6 +51,10 @@ pub(crate) struct Net {
     up: AtomicBool,
     /// The port's active MTU, in bytes: the largest UD message.
     mtu: AtomicU32,
+    /// A RoCE port's netdev, held until it is unregistered or the port
+    /// goes: packets for other hosts leave through it.
+    #[pin]
+    netdev: IrqSpinLock<Option<NetDevRef>>,
     /// `None` while a QP is being created in the slot.
     #[pin]
     qps: IrqSpinLock<Table<Option<Arc<QpShared>>>>,
@@ -98,7 +102,11 @@ impl Drop for QpSlot<'_> {
 }
 
 impl Net {
-    pub(crate) fn new(link: Link, fabric: Arc<Fabric<Net>>) -> Result<impl PinInit<Self, Error>> {
+    pub(crate) fn new(
+        link: Link,
+        netdev: Option<NetDevRef>,
+        fabric: Arc<Fabric<Net>>,
+    ) -> Result<impl PinInit<Self, Error>> {
         let qps = Table::new(limits::MAX_QP)?;
         let counters = Counters::new()?;
         let gids = match link {
@@ -110,6 +118,7 @@ impl Net {
             gids <- new_irq_spinlock!(gids, "rsoft_gids"),
             up: AtomicBool::new(true),
             mtu: AtomicU32::new(Mtu::Mtu4096.bytes()),
+            netdev <- new_irq_spinlock!(netdev, "rsoft_netdev"),
             qps <- new_irq_spinlock!(qps, "rsoft_qps"),
             gsi <- new_irq_spinlock!(None, "rsoft_gsi"),
             counters,
@@ -135,6 +144,17 @@ impl Net {
         self.mtu.store(mtu.bytes(), Ordering::Relaxed);
         self.up.store(up, Ordering::Relaxed);
         self.fabric.reroute();
+    }
+
+    /// The port's netdev, if it still has one.
+    pub(crate) fn netdev(&self) -> Option<NetDevRef> {
+        self.netdev.lock().clone()
+    }
+
+    /// Lets go of the port's netdev, whose unregistration waits for that.
+    pub(crate) fn unbind(&self) {
+        let netdev = self.netdev.lock().take();
+        drop(netdev);
     }
 
     pub(crate) fn set_gid(&self, index: u32, entry: Option<(Gid, GidType)>) -> Result {

@@ -4,7 +4,7 @@
 //! memory, or the inline data copied into its WQE when it was posted.
 
 use crate::{
-    copy::{check_sges, copy_sges, write_sges, BadSge, Pace},
+    copy::{check_sges, copy_sges, read_sges, write_sges, BadSge, Pace},
     ib::{Access, PdId},
     mr::Mrs,
     wq::SgeCopy,
@@ -52,6 +52,18 @@ impl<'a> Payload<'a> {
         match *self {
             Self::Sges(sges) => copy_sges(mrs, dst, skip, sges, pace),
             Self::Inline(data) => write_sges(mrs, dst, skip, data),
+        }
+    }
+
+    /// Reads the (checked) payload into `out`, which is as long as it is.
+    pub(crate) fn read_into(&self, mrs: &Mrs, out: &mut [u8]) -> Result {
+        match *self {
+            Self::Sges(sges) => read_sges(mrs, sges, out),
+            Self::Inline(data) if data.len() == out.len() => {
+                out.copy_from_slice(data);
+                Ok(())
+            }
+            Self::Inline(_) => Err(EINVAL),
         }
     }
 }

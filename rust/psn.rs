@@ -25,6 +25,11 @@ impl Psn {
         Self(psn & Self::MASK)
     }
 
+    /// The 24 bits a BTH carries.
+    pub(crate) fn get(self) -> u32 {
+        self.0
+    }
+
     pub(crate) fn next(self) -> Self {
         Self::new(self.0.wrapping_add(1))
     }

@@ -49,9 +49,11 @@ module! {
 const MAX_DEVICES: u32 = 16;
 
 struct RsoftModule {
-    // Dropped in this order: no new link, then every device goes.
+    // Dropped in this order: no new link, then every device goes, then
+    // the packets they left for the RoCEv2 wire.
     _links: ib::Links<device::Rsoft>,
     _devices: Arc<ib::Devices<device::Rsoft>>,
+    _sends: ib::DeferredSends,
 }
 
 impl kernel::Module for RsoftModule {
@@ -71,6 +73,7 @@ impl kernel::Module for RsoftModule {
         Ok(Self {
             _links: links,
             _devices: devices,
+            _sends: ib::DeferredSends::new(),
         })
     }
 }

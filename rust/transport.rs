@@ -26,6 +26,7 @@ use crate::{
 };
 
 /// Where a request goes.
+#[derive(Clone, Copy)]
 pub(crate) enum Dest<'a> {
     /// The peer of a connected QP, on a port of this host: the QP keeps it
     /// (see [`crate::qp::Reach`]), so it is reached with no look-up.

@@ -21,27 +21,8 @@ if ! ip netns add $ns; then
 	fail "ip netns add $ns"
 	exit 0
 fi
-veth() {
-	ip link add v0 type veth peer name v1 &&
-		ip link set v1 netns $ns &&
-		ip addr add $ip0/24 dev v0 && ip link set v0 up &&
-		in_ns ip addr add $ip1/24 dev v1 && in_ns ip link set v1 up &&
-		in_ns ip link set lo up
-}
-check "a veth pair between two namespaces" veth
-check "rdma link add rsoft_v0 (this namespace)" \
-	timeout $T rdma link add rsoft_v0 type rsoft netdev v0
-check "rdma link add rsoft_v1 (in $ns, on its netdev there)" \
-	timeout $T ip netns exec $ns rdma link add rsoft_v1 type rsoft netdev v1
-g0= g1=
-until_ok 20 gid_index rsoft_v0 $ip0 >/dev/null && g0=$(gid_index rsoft_v0 $ip0)
-until_ok 20 gid_index rsoft_v1 $ip1 >/dev/null && g1=$(gid_index rsoft_v1 $ip1)
-if [[ -n $g0 && -n $g1 ]]; then
-	pass "RoCE v2 GIDs of $ip0 on rsoft_v0 ($g0) and of $ip1 on rsoft_v1 ($g1)"
-else
-	fail "RoCE v2 GIDs of $ip0 on rsoft_v0 and of $ip1 on rsoft_v1"
-	g0=1 g1=1
-fi
+check "a veth pair between two namespaces" veth_pair $ns v0 v1 $ip0 $ip1
+two_links $ns rsoft rsoft_v0 v0 $ip0 rsoft_v1 v1 $ip1
 
 # ns_pair NAME KIND PORT CHECK: pair, with the server here and the client
 # cli[] in the namespace.

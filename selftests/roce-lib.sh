@@ -9,13 +9,45 @@
 gid_index() {
 	local p=/sys/class/infiniband/$1/ports/1 want g
 	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' ${2//./ })
-	for g in "$p"/gids/*; do
-		[[ $(cat "$g") == "$want" ]] || continue
+	# One grep over the table: rxe's has 1024 entries.
+	for g in $(grep -lx "$want" "$p"/gids/* 2>/dev/null); do
 		[[ $(cat "$p/gid_attrs/types/${g##*/}" 2>/dev/null) == "RoCE v2" ]] || continue
 		echo "${g##*/}"
 		return 0
 	done
 	return 1
+}
+
+# veth_pair NS D0 D1 IP0 IP1: a veth pair between this namespace and NS,
+# D0 here with IP0/24 and D1 there with IP1/24, both up (and NS's lo).
+veth_pair() {
+	ip link add "$2" type veth peer name "$3" &&
+		ip link set "$3" netns "$1" &&
+		ip addr add "$4/24" dev "$2" && ip link set "$2" up &&
+		ip netns exec "$1" ip addr add "$5/24" dev "$3" &&
+		ip netns exec "$1" ip link set "$3" up &&
+		ip netns exec "$1" ip link set lo up
+}
+
+# two_links NS TYPE0 LINK0 NETDEV0 IP0 LINK1 NETDEV1 IP1: link LINK0 of
+# TYPE0 on NETDEV0 here and rsoft link LINK1 on NETDEV1 in NS (added from
+# there, where its netdev is); sets g0 and g1 to their RoCE v2 GIDs of IP0
+# and IP1 (1 when not found).
+two_links() {
+	local ns=$1 t0=$2 l0=$3 n0=$4 a0=$5 l1=$6 n1=$7 a1=$8
+	check "rdma link add $l0 (this namespace)" \
+		timeout "$T" rdma link add "$l0" type "$t0" netdev "$n0"
+	check "rdma link add $l1 (in $ns, on its netdev there)" \
+		timeout "$T" ip netns exec "$ns" rdma link add "$l1" type rsoft netdev "$n1"
+	g0= g1=
+	until_ok 20 gid_index "$l0" "$a0" >/dev/null && g0=$(gid_index "$l0" "$a0")
+	until_ok 20 gid_index "$l1" "$a1" >/dev/null && g1=$(gid_index "$l1" "$a1")
+	if [[ -n $g0 && -n $g1 ]]; then
+		pass "RoCE v2 GIDs of $a0 on $l0 ($g0) and of $a1 on $l1 ($g1)"
+	else
+		fail "RoCE v2 GIDs of $a0 on $l0 and of $a1 on $l1"
+		g0=1 g1=1
+	fi
 }
 
 # show FILE LABEL: FILE as "# LABEL: " lines, its head and tail if long.

@@ -200,6 +200,7 @@ if insmod "$ko"; then
 	ROCE_KERNEL_LOG=0 "$top/selftests/roce.sh" rsoft
 	"$top/selftests/roce-cross.sh"
 	"$top/selftests/netns.sh"
+	"$top/selftests/wire.sh"
 	check "RoCE: rmmod once the links are gone" rmmod rsoft
 else
 	fail "insmod rsoft.ko for the RoCE links"

@@ -12,7 +12,7 @@ use super::{
     attr::LinkLayer,
     bindings,
     compat::swap_remove,
-    netdev::{EthLink, PortNetDev},
+    netdev::{EthLink, NetDevRef},
     object::CoreObject,
 };
 use core::{
@@ -174,8 +174,8 @@ pub(super) unsafe fn link<D>(ib: *mut bindings::ib_device, port: u32) -> Option<
     }
     // SAFETY: per the function's contract. A netdev on its way out
     // leaves the port down.
-    let netdev = unsafe { PortNetDev::of(ib, port) };
-    Some(netdev.map_or(EthLink { up: false, mtu: 0 }, |n| n.get().link()))
+    let netdev = unsafe { NetDevRef::of_port(ib, port) };
+    Some(netdev.map_or(EthLink { up: false, mtu: 0 }, |n| n.link()))
 }
 
 /// # Safety

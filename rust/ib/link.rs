@@ -44,6 +44,11 @@ pub(crate) trait LinkOps: Verbs {
 
     /// The netdev of the port of `dev` changed state or MTU.
     fn link_changed(dev: &Self::Device, link: EthLink);
+
+    /// The netdev of the port of `dev` is being unregistered, which waits
+    /// for every reference to it: the driver lets go of those it keeps.
+    /// The device itself is unregistered next.
+    fn link_gone(dev: &Self::Device);
 }
 
 /// The one link registration of the module, for `newlink`, which the core
@@ -169,8 +174,12 @@ impl<T: LinkOps> Links<T> {
         };
         this.device_of(netdev, |ib| match event {
             bindings::netdev_cmd_NETDEV_UNREGISTER => {
-                // SAFETY: `ib` is registered and held for the call.
-                unsafe { bindings::ib_unregister_device_queued(ib) };
+                // SAFETY: `ib` is registered and held for the call, and a
+                // listed device's data is a `DeviceData` of `T`.
+                unsafe {
+                    T::link_gone(&DeviceObject::<T::Device>::data(ib).get_ref().driver);
+                    bindings::ib_unregister_device_queued(ib);
+                }
             }
             bindings::netdev_cmd_NETDEV_UP
             | bindings::netdev_cmd_NETDEV_DOWN

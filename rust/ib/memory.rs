@@ -257,22 +257,49 @@ impl Memory {
         })
     }
 
-    /// Writes `bytes` at `off`, which must leave them in range.
-    pub(crate) fn write(&self, off: u64, bytes: &[u8]) -> Result {
-        if !self.fits(off, bytes.len() as u64) {
+    /// Calls `f` on each page-sized piece of `[off, off + len)`, which must
+    /// be in range: its page, offset in the page, offset from `off` and
+    /// length.
+    fn pieces(
+        &self,
+        off: u64,
+        len: usize,
+        mut f: impl FnMut(PagePtr, usize, usize, usize),
+    ) -> Result {
+        if !self.fits(off, len as u64) {
             return Err(EINVAL);
         }
         let mut done = 0;
-        while done < bytes.len() {
+        while done < len {
             let (page, in_page) = self.page_of(off + done as u64)?;
-            let chunk = (bytes.len() - done).min(PAGE_SIZE - in_page);
-            // SAFETY: `chunk` bytes fit in the page, usable as for `copy`.
-            unsafe {
-                bindings::rsoft_page_write(page.0, in_page, bytes[done..].as_ptr().cast(), chunk)
-            };
+            let chunk = (len - done).min(PAGE_SIZE - in_page);
+            f(page, in_page, done, chunk);
             done += chunk;
         }
         Ok(())
+    }
+
+    /// Writes `bytes` at `off`, which must leave them in range.
+    pub(crate) fn write(&self, off: u64, bytes: &[u8]) -> Result {
+        self.pieces(off, bytes.len(), |page, in_page, done, chunk| {
+            // SAFETY: `chunk` bytes fit in the page, usable as for `copy`,
+            // and in `bytes` from `done`.
+            unsafe {
+                bindings::rsoft_page_write(page.0, in_page, bytes[done..].as_ptr().cast(), chunk)
+            };
+        })
+    }
+
+    /// Reads `bytes.len()` bytes at `off`, which must be in range.
+    pub(crate) fn read(&self, off: u64, bytes: &mut [u8]) -> Result {
+        let len = bytes.len();
+        self.pieces(off, len, |page, in_page, done, chunk| {
+            // SAFETY: `chunk` bytes fit in the page, usable as for `copy`,
+            // and in `bytes` from `done`.
+            unsafe {
+                bindings::rsoft_page_read(bytes[done..].as_mut_ptr().cast(), page.0, in_page, chunk)
+            };
+        })
     }
 }
 

@@ -51,31 +51,54 @@ impl NetDev {
     }
 }
 
-/// A reference to the netdev of a port, taken from the core and put back
-/// when dropped.
-pub(super) struct PortNetDev(NonNull<bindings::net_device>);
+/// A counted reference to a netdev: it stays allocated while held, so it
+/// must be let go of when the netdev is unregistered, which waits for it.
+pub(crate) struct NetDevRef(NonNull<bindings::net_device>);
 
-impl PortNetDev {
+// SAFETY: a netdev's reference count and the fields `NetDev` reads may be
+// used from any thread.
+unsafe impl Send for NetDevRef {}
+// SAFETY: as for `Send`; `&NetDevRef` only gives a `&NetDev`.
+unsafe impl Sync for NetDevRef {}
+
+impl NetDevRef {
+    /// Takes a reference to `netdev`.
+    pub(crate) fn new(netdev: &NetDev) -> Self {
+        // SAFETY: `netdev` is valid for the call (see `from_raw`).
+        unsafe { bindings::rsoft_netdev_hold(netdev.as_ptr()) };
+        Self(NonNull::from(netdev).cast())
+    }
+
     /// The netdev port `port` of `ib` is bound to, if it has one that is
     /// still registered.
     ///
     /// # Safety
     ///
     /// `ib` is a registered device and `port` one of its ports.
-    pub(super) unsafe fn of(ib: *mut bindings::ib_device, port: u32) -> Option<Self> {
+    pub(super) unsafe fn of_port(ib: *mut bindings::ib_device, port: u32) -> Option<Self> {
         // SAFETY: per the function's contract; a non-NULL result is held.
         NonNull::new(unsafe { bindings::ib_device_get_netdev(ib, port) }).map(Self)
     }
+}
 
-    pub(super) fn get(&self) -> &NetDev {
+impl Clone for NetDevRef {
+    fn clone(&self) -> Self {
+        Self::new(self)
+    }
+}
+
+impl core::ops::Deref for NetDevRef {
+    type Target = NetDev;
+
+    fn deref(&self) -> &NetDev {
         // SAFETY: held until `self` is dropped.
         unsafe { NetDev::from_raw(self.0.as_ptr()) }
     }
 }
 
-impl Drop for PortNetDev {
+impl Drop for NetDevRef {
     fn drop(&mut self) {
-        // SAFETY: the reference `ib_device_get_netdev` took.
+        // SAFETY: the reference `new`, `clone` or `of_port` took.
         unsafe { bindings::rsoft_netdev_put(self.0.as_ptr()) };
     }
 }

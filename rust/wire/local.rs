@@ -3,8 +3,10 @@
 //! The local wire: a request for a QP of an rsoft port of this host goes
 //! to its responder by a direct call, with no MTU (one request per
 //! message), and its data is copied once, from the requester's memory into
-//! the responder's.
+//! the responder's. A request for an address that no port of this host
+//! answers goes on to the RoCEv2 wire.
 
+use super::Roce;
 use crate::{
     complete::After,
     copy::Pace,
@@ -34,7 +36,7 @@ impl Wire for Local {
                 .with_port(av, |port| {
                     deliver(port, &port.qp(req.dest)?, req, room, pace, after)
                 })
-                .flatten(),
+                .unwrap_or_else(|| Roce.carry(from, to, req, room, pace, after)),
         }
     }
 }

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! IPv4 packets sent out of a netdev: the skb is routed and allocated
+//! here, the driver writes every byte from the IP header on, and the
+//! kernel's IP output (netfilter, neighbour resolution, the qdisc) takes
+//! it from there.
+
+use super::{bindings, netdev::NetDev};
+use core::ptr::NonNull;
+use kernel::prelude::*;
+
+/// An IPv4 packet being filled, freed unsent if dropped.
+///
+/// # Invariants
+///
+/// `skb` is an skb this owns, routed, with `len` bytes at `data` from its
+/// network header on.
+pub(crate) struct Ipv4Packet {
+    skb: NonNull<bindings::sk_buff>,
+    data: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: an skb that nobody else references may be filled, sent or freed
+// from any thread.
+unsafe impl Send for Ipv4Packet {}
+
+impl Ipv4Packet {
+    /// A packet of `len` bytes (IP header included) from `saddr` to
+    /// `daddr`, routed out of `netdev` in its namespace; `None` without a
+    /// route or memory.
+    pub(crate) fn new(netdev: &NetDev, saddr: [u8; 4], daddr: [u8; 4], len: usize) -> Option<Self> {
+        let mut data = core::ptr::null_mut();
+        let size = u32::try_from(len).ok()?;
+        // SAFETY: `netdev` is valid for the call; the addresses are in
+        // network byte order, as their bytes are.
+        let skb = unsafe {
+            bindings::rsoft_ip4_skb(
+                netdev.as_ptr(),
+                u32::from_ne_bytes(saddr),
+                u32::from_ne_bytes(daddr),
+                size,
+                &mut data,
+            )
+        };
+        let skb = NonNull::new(skb)?;
+        match NonNull::new(data) {
+            Some(data) => Some(Self { skb, data, len }),
+            None => {
+                // SAFETY: the skb is ours, and nobody else has seen it.
+                unsafe { bindings::rsoft_skb_free(skb.as_ptr()) };
+                None
+            }
+        }
+    }
+
+    /// The packet's bytes, from the IP header on.
+    pub(crate) fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: by the type invariant; `&mut self` makes the borrow unique.
+        unsafe { core::slice::from_raw_parts_mut(self.data.as_ptr(), self.len) }
+    }
+
+    /// Sends the packet; with interrupts off (a MAD is posted under an
+    /// irqsave lock) it is queued for a work item instead.
+    pub(crate) fn send(self) -> Result {
+        let skb = self.skb.as_ptr();
+        core::mem::forget(self);
+        // SAFETY: the skb is ours (type invariant), and the call consumes it.
+        kernel::error::to_result(unsafe { bindings::rsoft_ip4_send(skb) })
+    }
+}
+
+impl Drop for Ipv4Packet {
+    fn drop(&mut self) {
+        // SAFETY: the skb is ours and unsent (`send` forgets `self`).
+        unsafe { bindings::rsoft_skb_free(self.skb.as_ptr()) };
+    }
+}
+
+/// Packets sent with interrupts off wait for a work item of the module
+/// (see [`Ipv4Packet::send`]). The module holds one of these, dropped after
+/// its last device: dropping it sends what waits and waits for the work
+/// item, which then runs no more.
+pub(crate) struct DeferredSends(());
+
+impl DeferredSends {
+    pub(crate) fn new() -> Self {
+        Self(())
+    }
+}
+
+impl Drop for DeferredSends {
+    fn drop(&mut self) {
+        // SAFETY: dropped in process context, as every module part is.
+        unsafe { bindings::rsoft_ip4_flush() };
+    }
+}

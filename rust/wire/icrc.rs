@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The invariant CRC of a RoCEv2 packet (IBA annex A17.3.3): CRC-32 over
+//! the packet from its IP header to the end of its pad, as if 8 bytes of
+//! ones (the masked LRH) came first, with the fields that routers may
+//! change set to ones. It is sent inverted, least significant byte first,
+//! as rxe and hardware send it.
+
+/// Bytes of the IP (v4), UDP and base transport headers.
+const HEADERS: usize = 20 + 8 + 12;
+
+/// Bytes the ICRC takes at the end of the packet.
+pub(super) const LEN: usize = 4;
+
+/// The CRC-32 (IEEE 802.3, reflected) table, one entry per byte value.
+static TABLE: [u32; 256] = table();
+
+const fn table() -> [u32; 256] {
+    let mut table = [0; 256];
+    let mut i = 0;
+    while i < 256 {
+        let mut c = i as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
+            bit += 1;
+        }
+        table[i] = c;
+        i += 1;
+    }
+    table
+}
+
+fn update(crc: u32, bytes: &[u8]) -> u32 {
+    bytes.iter().fold(crc, |c, &b| {
+        TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
+    })
+}
+
+/// Writes the ICRC into the last [`LEN`] bytes of `pkt`, an IPv4 RoCEv2
+/// packet from its IP header on; a packet too short for its headers is
+/// left as it is.
+pub(super) fn seal_ipv4(pkt: &mut [u8]) {
+    let Some(body) = pkt.len().checked_sub(LEN) else {
+        return;
+    };
+    let mut masked = [0u8; HEADERS];
+    let (Some(headers), Some(rest)) = (pkt.get(..HEADERS), pkt.get(HEADERS..body)) else {
+        return;
+    };
+    masked.copy_from_slice(headers);
+    // IPv4 TOS, TTL and header checksum, the UDP checksum, and the BTH's
+    // FECN, BECN and reserved bits.
+    for i in [1, 8, 10, 11, 26, 27, 32] {
+        masked[i] = 0xff;
+    }
+    let crc = update(update(update(!0, &[0xff; 8]), &masked), rest);
+    if let Some(slot) = pkt.get_mut(body..) {
+        slot.copy_from_slice(&(!crc).to_le_bytes());
+    }
+}

@@ -1,0 +1,129 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# wire.sh: rsoft's RoCEv2 wire against the kernel's rxe, two hosts joined by
+# a veth pair: rxe_w0 on w0 here (rxe stays in init_net on 6.12), rsoft_w1
+# on w1 in namespace rsoft_wire. selftests/icrc.py captures the RoCEv2
+# frames on w0 and checks them with an ICRC of its own, independent of both
+# devices: first rxe's packets (which proves the checker, and with a bit
+# flipped that it can fail), then rsoft's UD SENDs, which rxe must take too
+# (its rcvd_pkts counts only packets whose headers and ICRC it checked).
+# Needs rsoft.ko loaded; loads and unloads rdma_rxe; leaves nothing.
+set -u
+T=60
+ns=rsoft_wire
+ip0=10.9.7.1 ip1=10.9.7.2
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d /tmp/wire.XXXXXX)
+
+TAP_PREFIX="wire: "
+. "$here/tap.sh"
+. "$here/roce-lib.sh"
+in_ns() { ip netns exec $ns "$@"; }
+# (No site packages: every module read costs the TCG guest seconds.)
+icrc_py() { python3 -I -S "$here/icrc.py" "$@"; }
+
+if ! ip netns add $ns; then
+	fail "ip netns add $ns"
+	exit 0
+fi
+check "a veth pair, w1 in $ns" veth_pair $ns w0 w1 $ip0 $ip1
+check "modprobe rdma_rxe" modprobe rdma_rxe
+two_links $ns rxe rxe_w0 w0 $ip0 rsoft_w1 w1 $ip1
+
+counter() { # LINK NAME
+	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
+}
+# One capture on w0 for both directions (one Python start less): each
+# check takes the packets of its source address.
+pcap=$work/w0.pcap
+# (python3 itself in the background, not a function's subshell: $cap gets
+# the signals)
+python3 -I -S "$here/icrc.py" capture w0 $((4 * T)) "$pcap" 2>"$work/capture.err" &
+cap=$!
+until_ok 30 test -s "$pcap" || echo "# icrc.py capture did not start"
+# synced: every frame that went by is in $pcap
+synced() {
+	rm -f "$pcap.sync"
+	kill -USR1 $cap 2>/dev/null && until_ok 30 test -s "$pcap.sync"
+}
+# icrc NAME ARG...: icrc.py check --and-flip's verdict, its lines as comments
+icrc() {
+	local name=$1 out rc=0
+	shift
+	out=$(icrc_py check "$pcap" --and-flip "$@" 2>&1) || rc=$?
+	sed 's/^#* */# icrc.py: /' <<<"$out"
+	if ((rc == 0)); then pass "$name"; else fail "$name"; fi
+}
+
+# --- a. rxe's own UD SENDs to $ip1 (nobody takes them there until rsoft
+# receives): the checker accepts each, and rejects each with a bit flipped.
+# perftest's client reports once its SENDs completed (rxe completes a UD
+# SEND once it sent it); its server on rsoft_w1 waits for SENDs that do not
+# come, and both are stopped then.
+n=50 port=7700
+d=$work/a
+mkdir -p "$d"
+sent0=$(counter rxe_w0 sent_pkts)
+timeout -k 5 $T ip netns exec $ns ib_send_bw -d rsoft_w1 -c UD -x "$g1" -n $n -p $port \
+	>"$d/server" 2>&1 &
+s=$!
+ns_listening() { # (a server that died is not waited for)
+	! kill -0 $s 2>/dev/null ||
+		in_ns grep -q "$(printf ':%04X ' $port).* 0A " /proc/net/tcp /proc/net/tcp6
+}
+until_ok 60 ns_listening
+timeout -k 5 $T ib_send_bw -d rxe_w0 -c UD -x "$g0" -n $n -p $port $ip1 >"$d/client" 2>&1 &
+c=$!
+sent() { perf_row "$d" || ! kill -0 $c 2>/dev/null; }
+until_ok $T sent
+if perf_row "$d"; then
+	pass "rxe_w0 sends $n UD SENDs to $ip1 (ib_send_bw -c UD, the client's row)"
+else
+	fail "rxe_w0 sends $n UD SENDs to $ip1 (ib_send_bw -c UD, the client's row)"
+	show "$d/client" client
+	show "$d/server" server
+fi
+kill $c $s 2>/dev/null
+wait $c $s 2>/dev/null
+echo "# rxe_w0 sent_pkts rose by $(($(counter rxe_w0 sent_pkts) - sent0))"
+synced || echo "# icrc.py capture did not sync"
+icrc "rxe's packets from $ip0: every ICRC checks, and fails with a payload bit flipped" \
+	--src $ip0 --opcode 0x64 --min $n
+
+# --- b. rsoft -> rxe: UD SENDs from rsoft_w1 to a GID no rsoft port holds
+# leave on w1 as RoCEv2 packets; rxe_w0's server takes every one.
+n=200 port=7701
+srv=(ib_send_bw -d rxe_w0 -c UD -x "$g0" -n $n -p $port)
+cli=(ip netns exec $ns ib_send_bw -d rsoft_w1 -c UD -x "$g1" -n $n -p $port $ip0)
+rows() { perf_row "$1" && grep -A1 '^ *#bytes' "$1/server" | tail -1 | grep -Eq "^ *[0-9]+ +$n "; }
+rcvd0=$(counter rxe_w0 rcvd_pkts)
+pair "ib_send_bw -c UD -n $n (rsoft_w1 in $ns -> rxe_w0 here): both rows" tcp $port rows
+kill $cap 2>/dev/null
+wait $cap
+show "$work/capture.err" "icrc.py capture"
+rcvd=$(($(counter rxe_w0 rcvd_pkts) - rcvd0))
+check "rxe_w0 took at least $n packets (rcvd_pkts rose by $rcvd: headers and ICRC checked)" \
+	test $rcvd -ge $n
+icrc "rsoft's packets from $ip1: UD SEND_ONLY, every ICRC checks, and fails with a payload bit flipped" \
+	--src $ip1 --opcode 0x64 --min $n
+
+# --- c. nothing left: links, veth, namespace, rdma_rxe
+check "rdma link delete rsoft_w1" timeout $T ip netns exec $ns rdma link delete rsoft_w1
+check "rdma link delete rxe_w0" timeout $T rdma link delete rxe_w0
+check "ip link del w0 (and w1 with it)" ip link del w0
+check "ip netns delete $ns" ip netns delete $ns
+check "modprobe -r rdma_rxe" modprobe -r rdma_rxe
+left() {
+	rdma link | grep -Eq '(rxe_w0|rsoft_w1)/' || ip link show w0 >/dev/null 2>&1 ||
+		ip netns list | grep -q "^$ns\b" || [[ -d /sys/module/rdma_rxe ]]
+}
+if ! left; then
+	pass "nothing left: links, veth, namespace, rdma_rxe"
+else
+	fail "nothing left: links, veth, namespace, rdma_rxe"
+	rdma link | sed 's/^/# /'
+	ip netns list | sed 's/^/# /'
+fi
+echo "# wire.sh: $SECONDS s"
+rm -rf "$work"
+exit 0
