@@ -9,6 +9,10 @@
 #include <linux/percpu.h>
 #include <linux/unaligned.h>
 #include <net/addrconf.h>
+#include <net/netns/generic.h>
+#include <net/udp.h>
+#include <net/udp_tunnel.h>
+#include <rdma/ib_verbs.h>
 #include <net/ip.h>
 #include <net/route.h>
 #include <linux/scatterlist.h>
@@ -364,4 +368,143 @@ void rsoft_ip4_flush(void)
 void rsoft_skb_free(struct sk_buff *skb)
 {
 	kfree_skb(skb);
+}
+
+/*
+ * One UDP socket on port 4791 per network namespace, shared by the rsoft
+ * links there, opened with the first and released with the last (or when
+ * the namespace goes). The udp_tunnel module's helpers would make rsoft.ko
+ * depend on a module: the few lines they run are here.
+ */
+struct rsoft_udp_net {
+	struct socket *sock;
+	unsigned int users;
+};
+
+static DEFINE_MUTEX(rsoft_udp_lock);	/* every rsoft_udp_net, and the next two */
+static bool rsoft_udp_up;
+static rsoft_udp_handler_t rsoft_udp_handler;
+static void *rsoft_udp_ctx;
+static unsigned int rsoft_udp_net_id;
+
+static int rsoft_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	rsoft_udp_handler_t handler = READ_ONCE(rsoft_udp_handler);
+
+	if (handler && !skb_linearize(skb))
+		handler(READ_ONCE(rsoft_udp_ctx), skb->dev, skb_network_header(skb),
+			skb_tail_pointer(skb) - skb_network_header(skb));
+	consume_skb(skb);
+	return 0;
+}
+
+static void rsoft_udp_release(struct rsoft_udp_net *un)
+{
+	if (!un->sock)
+		return;
+	kernel_sock_shutdown(un->sock, SHUT_RDWR);
+	sock_release(un->sock);
+	un->sock = NULL;
+	un->users = 0;
+}
+
+static void rsoft_udp_net_exit(struct net *net)
+{
+	mutex_lock(&rsoft_udp_lock);
+	rsoft_udp_release(net_generic(net, rsoft_udp_net_id));
+	mutex_unlock(&rsoft_udp_lock);
+}
+
+static struct pernet_operations rsoft_udp_net_ops = {
+	.exit = rsoft_udp_net_exit,
+	.id = &rsoft_udp_net_id,
+	.size = sizeof(struct rsoft_udp_net),
+};
+
+int rsoft_udp_register(rsoft_udp_handler_t handler, void *ctx)
+{
+	int err = register_pernet_subsys(&rsoft_udp_net_ops);
+
+	if (err)
+		return err;
+	mutex_lock(&rsoft_udp_lock);
+	WRITE_ONCE(rsoft_udp_ctx, ctx);
+	WRITE_ONCE(rsoft_udp_handler, handler);
+	rsoft_udp_up = true;
+	mutex_unlock(&rsoft_udp_lock);
+	return 0;
+}
+
+void rsoft_udp_unregister(void)
+{
+	mutex_lock(&rsoft_udp_lock);
+	rsoft_udp_up = false;
+	WRITE_ONCE(rsoft_udp_handler, NULL);
+	mutex_unlock(&rsoft_udp_lock);
+	unregister_pernet_subsys(&rsoft_udp_net_ops);
+	/* A receive that found a socket before its release may still run. */
+	synchronize_rcu();
+}
+
+static int rsoft_udp_create(struct net *net, struct socket **sockp)
+{
+	struct sockaddr_in addr = {
+		.sin_family = AF_INET,
+		.sin_addr.s_addr = htonl(INADDR_ANY),
+		.sin_port = htons(ROCE_V2_UDP_DPORT),
+	};
+	struct socket *sock;
+	struct sock *sk;
+	int err;
+
+	err = sock_create_kern(net, AF_INET, SOCK_DGRAM, 0, &sock);
+	if (err)
+		return err;
+	/* The address type differs between kernels. */
+	err = kernel_bind(sock, (void *)&addr, sizeof(addr));
+	if (err) {
+		sock_release(sock);
+		return err;
+	}
+	sk = sock->sk;
+	inet_clear_bit(MC_LOOP, sk);
+	inet_inc_convert_csum(sk);
+	udp_sk(sk)->encap_type = 1;
+	udp_sk(sk)->encap_rcv = rsoft_udp_encap_rcv;
+	udp_tunnel_encap_enable(sk);
+	*sockp = sock;
+	return 0;
+}
+
+int rsoft_udp_open(struct net_device *ndev)
+{
+	struct rsoft_udp_net *un;
+	int err = 0;
+
+	mutex_lock(&rsoft_udp_lock);
+	if (!rsoft_udp_up) {
+		err = -ENODEV;
+		goto out;
+	}
+	un = net_generic(dev_net(ndev), rsoft_udp_net_id);
+	if (!un->sock)
+		err = rsoft_udp_create(dev_net(ndev), &un->sock);
+	if (!err)
+		un->users++;
+out:
+	mutex_unlock(&rsoft_udp_lock);
+	return err;
+}
+
+void rsoft_udp_close(struct net_device *ndev)
+{
+	struct rsoft_udp_net *un;
+
+	mutex_lock(&rsoft_udp_lock);
+	if (rsoft_udp_up) {
+		un = net_generic(dev_net(ndev), rsoft_udp_net_id);
+		if (un->users && !--un->users)
+			rsoft_udp_release(un);
+	}
+	mutex_unlock(&rsoft_udp_lock);
 }

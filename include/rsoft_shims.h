@@ -103,4 +103,19 @@ int rsoft_ip4_send(struct sk_buff *skb);
 void rsoft_ip4_flush(void);
 void rsoft_skb_free(struct sk_buff *skb);
 
+/*
+ * RoCEv2 reception: @handler gets every packet that reaches port 4791 of a
+ * namespace where an rsoft link listens (rsoft_udp_open() on its netdev,
+ * until rsoft_udp_close()), in softirq: @ctx, the netdev it came in on and
+ * its bytes from the IP header on, which live for the call. Once
+ * rsoft_udp_unregister() returns, it runs no more. Opening fails with
+ * -EADDRINUSE where another listener (6.12's rxe, in init_net) has the port.
+ */
+typedef void (*rsoft_udp_handler_t)(void *ctx, struct net_device *ndev,
+				    const u8 *pkt, size_t len);
+int rsoft_udp_register(rsoft_udp_handler_t handler, void *ctx);
+void rsoft_udp_unregister(void);
+int rsoft_udp_open(struct net_device *ndev);
+void rsoft_udp_close(struct net_device *ndev);
+
 #endif /* RSOFT_SHIMS_H */

@@ -31,9 +31,18 @@ pub(crate) enum Counter {
     /// Packets for the RoCEv2 wire that could not be sent (no route, no
     /// memory, dropped on the way out).
     WireSendErrors,
+    /// Packets from the RoCEv2 wire taken, and their bytes from the IP
+    /// header on.
+    WireReceivedPackets,
+    WireReceivedBytes,
+    /// Packets from the RoCEv2 wire dropped for a bad ICRC.
+    WireIcrcErrors,
+    /// Packets from the RoCEv2 wire dropped otherwise: malformed, of an
+    /// opcode not carried, for another address or an unknown QP.
+    WireReceiveDrops,
 }
 
-const COUNT: usize = Counter::WireSendErrors as usize + 1;
+const COUNT: usize = Counter::WireReceiveDrops as usize + 1;
 
 pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("cqes")),
@@ -49,6 +58,10 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("wire_sent_packets")),
     CounterDesc::new(c_str!("wire_sent_bytes")),
     CounterDesc::new(c_str!("wire_send_errors")),
+    CounterDesc::new(c_str!("wire_received_packets")),
+    CounterDesc::new(c_str!("wire_received_bytes")),
+    CounterDesc::new(c_str!("wire_icrc_errors")),
+    CounterDesc::new(c_str!("wire_receive_drops")),
 ];
 
 /// The port's counters; updated from any CPU without a lock, each CPU in

@@ -12,7 +12,7 @@ use crate::{
     fabric::Fabric,
     ib, limits,
     mr::Mr,
-    net::{Link, Net, ROCE_GIDS},
+    net::{Bound, Link, Net, ROCE_GIDS},
     qp::Qp,
     quota::Quota,
     srq::Srq,
@@ -126,8 +126,23 @@ impl ib::LinkOps for Rsoft {
             comp_vectors: 1,
         };
         let held = ib::NetDevRef::new(netdev);
+        // Without the port (another listener has it), the link still works
+        // on this host and sends to others; nothing comes back.
+        let listener = ib::Listener::open(&held)
+            .inspect_err(|e| {
+                pr_info!(
+                    "{}: no RoCEv2 reception, UDP port 4791 not opened ({:?})\n",
+                    name,
+                    e
+                )
+            })
+            .ok();
+        let bound = Bound {
+            netdev: held,
+            _listener: listener,
+        };
         let net = Arc::pin_init(
-            Net::new(Link::Roce, Some(held), fabric.clone())?,
+            Net::new(Link::Roce, Some(bound), fabric.clone())?,
             GFP_KERNEL,
         )?;
         let link = netdev.link();

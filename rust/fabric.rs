@@ -7,7 +7,7 @@
 //! found by the GIDs they hold.
 
 use crate::{
-    ib::{self, Gid, IrqSpinLock},
+    ib::{self, Gid, IrqSpinLock, NetDev},
     mr::Mrs,
     new_irq_spinlock,
 };
@@ -19,6 +19,9 @@ pub(crate) trait Port: Send + Sync {
     /// Whether a packet to `gid` is for this port now (it holds the GID
     /// and is up).
     fn answers(&self, gid: &Gid) -> bool;
+
+    /// Whether the port is bound to `netdev`.
+    fn is_on(&self, netdev: &NetDev) -> bool;
 }
 
 /// The module's devices' common ground.
@@ -89,6 +92,11 @@ impl<P: Port> Fabric<P> {
                 f(&port);
             }
         }
+    }
+
+    /// The port bound to `netdev`, where packets from other hosts arrive.
+    pub(crate) fn port_on(&self, netdev: &NetDev) -> Option<Arc<P>> {
+        self.ports.lock().iter().find(|p| p.is_on(netdev)).cloned()
     }
 
     /// The port of this host a packet to `gid` goes to; without one, the

@@ -39,6 +39,7 @@ mod res;
 mod sched;
 mod srq;
 mod timer;
+mod udp;
 mod verbs;
 mod wr;
 
@@ -68,6 +69,7 @@ pub(crate) use res::DriverAttrs;
 pub(crate) use sched::{cond_resched, flush_work};
 pub(crate) use srq::{SrqAttr, SrqModify, SrqNotifier, SrqOps};
 pub(crate) use timer::{HasTimer, OnTimer, Timer};
+pub(crate) use udp::{Listener, Listening, Receive};
 pub(crate) use verbs::Verbs;
 pub(crate) use wr::{Datagram, FastReg, LocalOp, RecvWrs, Remote, SendOp, SendWr, SendWrs, Sge};
 

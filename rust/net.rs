@@ -17,7 +17,7 @@
 use crate::{
     counters::Counters,
     fabric::{self, Fabric},
-    ib::{Address, Gid, GidType, IrqSpinLock, Mtu, NetDevRef},
+    ib::{Address, Gid, GidType, IrqSpinLock, Listener, Mtu, NetDev, NetDevRef},
     limits,
     mr::Mrs,
     new_irq_spinlock,
@@ -54,7 +54,7 @@ pub(crate) struct Net {
     /// A RoCE port's netdev, held until it is unregistered or the port
     /// goes: packets for other hosts leave through it.
     #[pin]
-    netdev: IrqSpinLock<Option<NetDevRef>>,
+    netdev: IrqSpinLock<Option<Bound>>,
     /// `None` while a QP is being created in the slot.
     #[pin]
     qps: IrqSpinLock<Table<Option<Arc<QpShared>>>>,
@@ -63,6 +63,15 @@ pub(crate) struct Net {
     gsi: IrqSpinLock<Option<Option<Arc<QpShared>>>>,
     pub(crate) counters: Counters,
     pub(crate) fabric: Arc<Fabric<Net>>,
+}
+
+/// A RoCE port's hold on its netdev, and its place among the listeners on
+/// port 4791 of the netdev's namespace (none where another listener has
+/// it).
+pub(crate) struct Bound {
+    pub(crate) netdev: NetDevRef,
+    /// Kept, not read: dropping it stops listening.
+    pub(crate) _listener: Option<Listener>,
 }
 
 /// A reserved QP number, released when dropped unless a QP was put in it.
@@ -104,7 +113,7 @@ impl Drop for QpSlot<'_> {
 impl Net {
     pub(crate) fn new(
         link: Link,
-        netdev: Option<NetDevRef>,
+        netdev: Option<Bound>,
         fabric: Arc<Fabric<Net>>,
     ) -> Result<impl PinInit<Self, Error>> {
         let qps = Table::new(limits::MAX_QP)?;
@@ -148,10 +157,11 @@ impl Net {
 
     /// The port's netdev, if it still has one.
     pub(crate) fn netdev(&self) -> Option<NetDevRef> {
-        self.netdev.lock().clone()
+        self.netdev.lock().as_ref().map(|b| b.netdev.clone())
     }
 
-    /// Lets go of the port's netdev, whose unregistration waits for that.
+    /// Lets go of the port's netdev, whose unregistration waits for that,
+    /// and stops listening there. Sleeps.
     pub(crate) fn unbind(&self) {
         let netdev = self.netdev.lock().take();
         drop(netdev);
@@ -295,5 +305,12 @@ impl Net {
 impl fabric::Port for Net {
     fn answers(&self, gid: &Gid) -> bool {
         self.is_up() && self.gids.lock().iter().flatten().any(|(g, _)| g == gid)
+    }
+
+    fn is_on(&self, netdev: &NetDev) -> bool {
+        let bound = self.netdev.lock();
+        bound
+            .as_ref()
+            .is_some_and(|b| core::ptr::eq(&*b.netdev, netdev))
     }
 }

@@ -54,6 +54,7 @@ struct RsoftModule {
     _links: ib::Links<device::Rsoft>,
     _devices: Arc<ib::Devices<device::Rsoft>>,
     _sends: ib::DeferredSends,
+    _listening: ib::Listening<fabric::Fabric<net::Net>>,
 }
 
 impl kernel::Module for RsoftModule {
@@ -64,6 +65,8 @@ impl kernel::Module for RsoftModule {
             return Err(EINVAL);
         }
         let fabric = Arc::pin_init(fabric::Fabric::new()?, GFP_KERNEL)?;
+        // Before the first link, gone after the last device.
+        let listening = ib::Listening::new(fabric.clone())?;
         let devices = Arc::new(ib::Devices::new(module, params::provider()?)?, GFP_KERNEL)?;
         for index in 0..count {
             // Earlier devices unregister when `devices` drops on error.
@@ -74,6 +77,7 @@ impl kernel::Module for RsoftModule {
             _links: links,
             _devices: devices,
             _sends: ib::DeferredSends::new(),
+            _listening: listening,
         })
     }
 }

@@ -16,7 +16,7 @@ mod resp;
 mod rules;
 
 pub(crate) use head::Head;
-pub(crate) use packet::{Request, Response};
+pub(crate) use packet::{Opcode, Request, Response, Source};
 pub(crate) use req::{retries_exceeded, send};
 pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};

@@ -4,10 +4,12 @@
 //! Nothing above that trait knows which wire carried a packet. [`Local`],
 //! the direct call into a QP of an rsoft port of this host, takes every
 //! request first; what no port of this host answers goes on to [`Roce`],
-//! the RoCEv2 wire to other hosts.
+//! the RoCEv2 wire to other hosts, whose packets from other hosts
+//! [`receive`] takes.
 
 mod icrc;
 mod local;
+mod receive;
 mod roce;
 
 pub(crate) use local::Local;

@@ -24,12 +24,6 @@ fi
 check "a veth pair between two namespaces" veth_pair $ns v0 v1 $ip0 $ip1
 two_links $ns rsoft rsoft_v0 v0 $ip0 rsoft_v1 v1 $ip1
 
-# ns_pair NAME KIND PORT CHECK: pair, with the server here and the client
-# cli[] in the namespace.
-ns_pair() {
-	cli=(ip netns exec $ns "${cli[@]}")
-	pair "$@"
-}
 
 port=7600
 for pp in "ibv_rc_pingpong -s 4096 -n 200 -c" "ibv_uc_pingpong -s 4096 -n 200 -c" \

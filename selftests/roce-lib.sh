@@ -118,6 +118,13 @@ rping_data() { # DIR COUNT
 		END { if (i != n) print "# " i " ping data lines, want " n; exit bad || i != n }
 	' "$1/client"
 }
+# ns_pair NAME KIND PORT CHECK: pair, with the server here and the client
+# cli[] in namespace $ns.
+ns_pair() {
+	cli=(ip netns exec "$ns" "${cli[@]}")
+	pair "$@"
+}
+
 cmatose_done() { grep -q 'data transfers complete' "$1/client" && grep -q 'data transfers complete' "$1/server"; }
 perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[0-9]+ '; }
 pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }

@@ -7,6 +7,7 @@
 # devices: first rxe's packets (which proves the checker, and with a bit
 # flipped that it can fail), then rsoft's UD SENDs, which rxe must take too
 # (its rcvd_pkts counts only packets whose headers and ICRC it checked).
+# Then what rxe sends back: the UD pingpong and rdma_cm's SIDR (udaddy).
 # Needs rsoft.ko loaded; loads and unloads rdma_rxe; leaves nothing.
 set -u
 T=60
@@ -55,11 +56,10 @@ icrc() {
 	if ((rc == 0)); then pass "$name"; else fail "$name"; fi
 }
 
-# --- a. rxe's own UD SENDs to $ip1 (nobody takes them there until rsoft
-# receives): the checker accepts each, and rejects each with a bit flipped.
-# perftest's client reports once its SENDs completed (rxe completes a UD
-# SEND once it sent it); its server on rsoft_w1 waits for SENDs that do not
-# come, and both are stopped then.
+# --- a. rxe's own UD SENDs to $ip1: the checker accepts each, and rejects
+# each with a bit flipped. perftest's client reports once its SENDs
+# completed (rxe completes a UD SEND once it sent it); its server on
+# rsoft_w1 is stopped then, whatever it took (c. checks what arrives).
 n=50 port=7700
 d=$work/a
 mkdir -p "$d"
@@ -107,7 +107,31 @@ check "rxe_w0 took at least $n packets (rcvd_pkts rose by $rcvd: headers and ICR
 icrc "rsoft's packets from $ip1: UD SEND_ONLY, every ICRC checks, and fails with a payload bit flipped" \
 	--src $ip1 --opcode 0x64 --min $n
 
-# --- c. nothing left: links, veth, namespace, rdma_rxe
+# --- c. rsoft listens on port 4791 in its namespace: what rxe sends comes
+# back in. Garbage to the port first: dropped and counted (a bad ICRC),
+# and the QPs work on.
+bad0=$(counter rsoft_w1 wire_icrc_errors)
+for i in 1 2 3; do
+	printf 'garbage %060d' $i >/dev/udp/$ip1/4791
+done
+check "3 datagrams of garbage to $ip1:4791: counted as ICRC errors" \
+	until_ok 10 test "$(($(counter rsoft_w1 wire_icrc_errors) - bad0))" -eq 3
+rcvd0=$(counter rsoft_w1 wire_received_packets)
+port=7702
+srv=(ibv_ud_pingpong -d rxe_w0 -g "$g0" -p $port -s 512 -n 100 -c)
+cli=(ibv_ud_pingpong -d rsoft_w1 -g "$g1" -p $port -s 512 -n 100 -c $ip0)
+ns_pair "ibv_ud_pingpong -s 512 -n 100 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
+# rdma_cm resolves over QP1, whose MADs cross the wire too; udaddy always
+# uses port 7174.
+srv=(udaddy -b $ip0 -c 2 -C 10)
+cli=(udaddy -s $ip0 -c 2 -C 10)
+ns_pair "udaddy -c 2 -C 10 (rsoft_w1 in $ns <-> rxe_w0 here): SIDR over QP1, then datagrams" \
+	cm 7174 cmatose_done
+rcvd=$(($(counter rsoft_w1 wire_received_packets) - rcvd0))
+check "rsoft_w1 took $rcvd packets from rxe_w0 (at least 100), none dropped" \
+	test $rcvd -ge 100 -a "$(counter rsoft_w1 wire_receive_drops)" -eq 0
+
+# --- d. nothing left: links, veth, namespace, rdma_rxe
 check "rdma link delete rsoft_w1" timeout $T ip netns exec $ns rdma link delete rsoft_w1
 check "rdma link delete rxe_w0" timeout $T rdma link delete rxe_w0
 check "ip link del w0 (and w1 with it)" ip link del w0

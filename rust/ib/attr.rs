@@ -259,6 +259,15 @@ impl Gid {
         mapped.then(|| [g[12], g[13], g[14], g[15]])
     }
 
+    /// The IPv4-mapped GID of an IPv4 address (`::ffff:a.b.c.d`).
+    pub(crate) fn of_ipv4(addr: [u8; 4]) -> Self {
+        let mut raw = [0u8; 16];
+        raw[10] = 0xff;
+        raw[11] = 0xff;
+        raw[12..].copy_from_slice(&addr);
+        Gid(raw)
+    }
+
     /// The link-local GID made from an EUI-64 GUID: `fe80::/64` + GUID.
     pub(crate) fn link_local(guid: u64) -> Self {
         let mut raw = [0u8; 16];

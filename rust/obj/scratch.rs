@@ -14,12 +14,8 @@ use kernel::prelude::*;
 pub(crate) struct Buf<T>(KVec<T>);
 
 impl<T: Copy + Default> Buf<T> {
-    fn new(len: u32) -> Result<Self> {
-        Ok(Self(KVec::from_elem(
-            T::default(),
-            len as usize,
-            GFP_KERNEL,
-        )?))
+    fn new(len: u32, flags: kernel::alloc::Flags) -> Result<Self> {
+        Ok(Self(KVec::from_elem(T::default(), len as usize, flags)?))
     }
 
     /// Copies `from` into the buffer and returns the copy; `None` when it
@@ -45,9 +41,15 @@ pub(crate) struct Scratch {
 impl Scratch {
     pub(crate) fn new(max_send_sge: u32, max_inline: u32) -> Result<Self> {
         Ok(Self {
-            send: Buf::new(max_send_sge)?,
-            inline: Buf::new(max_inline)?,
-            recv: Buf::new(limits::MAX_SGE)?,
+            send: Buf::new(max_send_sge, GFP_KERNEL)?,
+            inline: Buf::new(max_inline, GFP_KERNEL)?,
+            recv: Buf::new(limits::MAX_SGE, GFP_KERNEL)?,
         })
     }
+}
+
+/// Room for the SGEs of the receive WQE a packet from the wire takes, in
+/// softirq.
+pub(crate) fn receive_room() -> Result<Buf<SgeCopy>> {
+    Buf::new(limits::MAX_SGE, GFP_ATOMIC)
 }

@@ -41,17 +41,13 @@ fn update(crc: u32, bytes: &[u8]) -> u32 {
     })
 }
 
-/// Writes the ICRC into the last [`LEN`] bytes of `pkt`, an IPv4 RoCEv2
-/// packet from its IP header on; a packet too short for its headers is
-/// left as it is.
-pub(super) fn seal_ipv4(pkt: &mut [u8]) {
-    let Some(body) = pkt.len().checked_sub(LEN) else {
-        return;
-    };
+/// The ICRC of `pkt`, an IPv4 RoCEv2 packet from its IP header on, as its
+/// last [`LEN`] bytes should hold it; `None` if it is too short for its
+/// headers.
+fn of_ipv4(pkt: &[u8]) -> Option<[u8; LEN]> {
+    let body = pkt.len().checked_sub(LEN)?;
     let mut masked = [0u8; HEADERS];
-    let (Some(headers), Some(rest)) = (pkt.get(..HEADERS), pkt.get(HEADERS..body)) else {
-        return;
-    };
+    let (headers, rest) = (pkt.get(..HEADERS)?, pkt.get(HEADERS..body)?);
     masked.copy_from_slice(headers);
     // IPv4 TOS, TTL and header checksum, the UDP checksum, and the BTH's
     // FECN, BECN and reserved bits.
@@ -59,7 +55,22 @@ pub(super) fn seal_ipv4(pkt: &mut [u8]) {
         masked[i] = 0xff;
     }
     let crc = update(update(update(!0, &[0xff; 8]), &masked), rest);
-    if let Some(slot) = pkt.get_mut(body..) {
-        slot.copy_from_slice(&(!crc).to_le_bytes());
+    Some((!crc).to_le_bytes())
+}
+
+/// Writes the ICRC into the last [`LEN`] bytes of `pkt`, an IPv4 RoCEv2
+/// packet from its IP header on; a packet too short for its headers is
+/// left as it is.
+pub(super) fn seal_ipv4(pkt: &mut [u8]) {
+    let at = pkt.len().saturating_sub(LEN);
+    if let (Some(icrc), Some(slot)) = (of_ipv4(pkt), pkt.get_mut(at..)) {
+        slot.copy_from_slice(&icrc);
     }
+}
+
+/// Whether the last [`LEN`] bytes of `pkt`, an IPv4 RoCEv2 packet from its
+/// IP header on, are its ICRC.
+pub(super) fn checks_ipv4(pkt: &[u8]) -> bool {
+    let at = pkt.len().saturating_sub(LEN);
+    of_ipv4(pkt).is_some_and(|icrc| pkt.get(at..) == Some(&icrc[..]))
 }

@@ -21,12 +21,12 @@ use crate::{
 use kernel::prelude::*;
 
 /// The UDP port of RoCEv2 (IANA).
-const UDP_PORT: u16 = 4791;
-const IPV4_HEADER: usize = 20;
-const UDP_HEADER: usize = 8;
-const BTH: usize = 12;
-const DETH: usize = 8;
-const IMM_DT: usize = 4;
+pub(super) const UDP_PORT: u16 = 4791;
+pub(super) const IPV4_HEADER: usize = 20;
+pub(super) const UDP_HEADER: usize = 8;
+pub(super) const BTH: usize = 12;
+pub(super) const DETH: usize = 8;
+pub(super) const IMM_DT: usize = 4;
 /// The default partition: the one P_Key of rsoft's ports.
 const PKEY: u16 = 0xffff;
 /// The IP time to live of a GRH with no hop limit.

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Packets from other hosts: what reaches port 4791 of a RoCE port's
+//! namespace on its netdev is checked (ICRC, headers, destination address)
+//! and handed to the responder of its QP, as the local wire hands it a
+//! request. So far the packets the RoCEv2 wire sends: UD SEND only, with or
+//! without immediate data (datagrams and QP1's MADs). Anything else is
+//! dropped and counted.
+
+use super::{icrc, roce};
+use crate::{
+    complete::After,
+    copy::Pace,
+    counters::Counter,
+    fabric::Fabric,
+    ib::{self, Address, Datagram, Gid, GidType, Grh, NetDev, QpNum, SendOp},
+    net::{Link, Net},
+    payload::Payload,
+    psn::Psn,
+    qp::{Ctx, Qpn},
+    scratch,
+    transport::{self, Opcode, Request, Source},
+};
+
+/// The BTH opcodes taken: UD SEND only, and with immediate data.
+const UD_SEND_ONLY: u8 = 0x64;
+const UD_SEND_ONLY_IMM: u8 = 0x65;
+/// The low 15 bits of a P_Key: only the default partition is served.
+const PKEY_BASE: u16 = 0x7fff;
+
+/// Why a packet was not taken.
+enum Dropped {
+    Icrc,
+    Other,
+}
+
+impl ib::Receive for Fabric<Net> {
+    fn receive(&self, netdev: &NetDev, packet: &[u8]) {
+        let Some(port) = self.port_on(netdev) else {
+            return;
+        };
+        let c = &port.counters;
+        match take(&port, packet) {
+            Ok(()) => {
+                c.add(Counter::WireReceivedPackets, 1);
+                c.add(Counter::WireReceivedBytes, packet.len() as u64);
+            }
+            Err(Dropped::Icrc) => c.add(Counter::WireIcrcErrors, 1),
+            Err(Dropped::Other) => c.add(Counter::WireReceiveDrops, 1),
+        }
+    }
+}
+
+/// `N` bytes of `p` from `at`.
+fn field<const N: usize>(p: &[u8], at: usize) -> Result<[u8; N], Dropped> {
+    p.get(at..at + N)
+        .and_then(|b| b.try_into().ok())
+        .ok_or(Dropped::Other)
+}
+
+/// The 24 bits of a QPN or PSN at `at`.
+fn be24(p: &[u8], at: usize) -> Result<u32, Dropped> {
+    let [a, b, c] = field(p, at)?;
+    Ok(u32::from_be_bytes([0, a, b, c]))
+}
+
+/// Checks `p`, an IPv4 RoCEv2 packet from its IP header on, and hands it
+/// to its QP on `port`.
+fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
+    let udp = roce::IPV4_HEADER;
+    let bth = udp + roce::UDP_HEADER;
+    let deth = bth + roce::BTH;
+    // IPv4 without options (as RoCEv2 senders send), UDP to our port.
+    let [version_ihl] = field(p, 0)?;
+    let [protocol] = field(p, 9)?;
+    let dport = u16::from_be_bytes(field(p, udp + 2)?);
+    if version_ihl != 0x45 || protocol != 17 || dport != roce::UDP_PORT {
+        return Err(Dropped::Other);
+    }
+    if !icrc::checks_ipv4(p) {
+        return Err(Dropped::Icrc);
+    }
+    let [tos] = field(p, 1)?;
+    let [ttl] = field(p, 8)?;
+    let saddr: [u8; 4] = field(p, 12)?;
+    let daddr: [u8; 4] = field(p, 16)?;
+    let [opcode, flags] = field(p, bth)?;
+    let pkey = u16::from_be_bytes(field(p, bth + 2)?);
+    let dest = be24(p, bth + 5)?;
+    let psn = be24(p, bth + 9)?;
+    let imm = opcode == UD_SEND_ONLY_IMM;
+    if !(opcode == UD_SEND_ONLY || imm) || flags & 0x0f != 0 || pkey & PKEY_BASE != PKEY_BASE {
+        return Err(Dropped::Other);
+    }
+    let qkey = u32::from_be_bytes(field(p, deth)?);
+    let src = be24(p, deth + 5)?;
+    let mut at = deth + roce::DETH;
+    let imm = if imm {
+        let value = u32::from_ne_bytes(field(p, at)?);
+        at += roce::IMM_DT;
+        Some(value)
+    } else {
+        None
+    };
+    let pad = usize::from((flags >> 4) & 3);
+    let end = p
+        .len()
+        .checked_sub(icrc::LEN + pad)
+        .filter(|&end| end >= at)
+        .ok_or(Dropped::Other)?;
+    let data = p.get(at..end).ok_or(Dropped::Other)?;
+    let len = u32::try_from(data.len()).map_err(|_| Dropped::Other)?;
+    let (sgid, dgid) = (Gid::of_ipv4(saddr), Gid::of_ipv4(daddr));
+    if len > port.mtu() || !fabric_answers(port, &dgid) {
+        return Err(Dropped::Other);
+    }
+    let qp = port.qp(Qpn::of(QpNum::new(dest))).ok_or(Dropped::Other)?;
+    // The route back, as the sender's address vector would name it.
+    let route = Grh {
+        dgid,
+        sgid,
+        sgid_type: GidType::RoceV2,
+        flow_label: 0,
+        sgid_index: 0,
+        hop_limit: ttl,
+        traffic_class: tos,
+    };
+    let datagram = Datagram {
+        address: Address {
+            dlid: 0,
+            port: 1,
+            grh: Some(route),
+        },
+        remote_qpn: QpNum::new(dest),
+        remote_qkey: qkey,
+    };
+    let req = Request {
+        psn: Psn::new(psn),
+        opcode: if imm.is_some() {
+            Opcode::SendImm
+        } else {
+            Opcode::Send
+        },
+        bth: opcode,
+        src: Source {
+            qpn: Qpn::of(QpNum::new(src)),
+            port: Link::Roce,
+            sgid: Some(sgid),
+        },
+        dest: Qpn::of(QpNum::new(dest)),
+        op: SendOp::Send,
+        imm,
+        invalidate: None,
+        solicited: flags & 0x80 != 0,
+        datagram: Some((datagram, qkey)),
+        len,
+        data: Payload::Inline(data),
+    };
+    let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
+    // At most an MTU, in softirq: no sleeping, nothing to stop for.
+    let pace = Pace {
+        may_sleep: false,
+        stop: &|| false,
+    };
+    let mut after = After::default();
+    transport::receive(port, &qp, &req, &mut room, &pace, &mut after);
+    if let Some(other) = after.finish() {
+        other.run(Ctx::caller(false));
+    }
+    Ok(())
+}
+
+/// Whether `port` holds `gid` and is up.
+fn fabric_answers(port: &Net, gid: &Gid) -> bool {
+    crate::fabric::Port::answers(port, gid)
+}
