@@ -14,6 +14,7 @@
 #include <net/udp_tunnel.h>
 #include <rdma/ib_verbs.h>
 #include <net/ip.h>
+#include <net/ipv6.h>
 #include <net/route.h>
 #include <linux/scatterlist.h>
 #include <linux/timer.h>
@@ -288,6 +289,30 @@ u64 rsoft_percpu_sum(void *set, unsigned int n, unsigned int i)
 	return sum;
 }
 
+/* An skb routed along @dst with @len bytes at *@data from the @hdr-byte
+ * network header on; takes the reference to @dst.
+ */
+static struct sk_buff *rsoft_routed_skb(struct dst_entry *dst, __be16 proto,
+					unsigned int hdr, unsigned int len,
+					u8 **data)
+{
+	struct sk_buff *skb;
+
+	skb = alloc_skb(LL_RESERVED_SPACE(dst->dev) + len, GFP_ATOMIC);
+	if (!skb) {
+		dst_release(dst);
+		return NULL;
+	}
+	skb_reserve(skb, LL_RESERVED_SPACE(dst->dev));
+	*data = skb_put(skb, len);
+	skb_reset_network_header(skb);
+	skb_set_transport_header(skb, hdr);
+	skb->protocol = proto;
+	skb->dev = dst->dev;
+	skb_dst_set(skb, dst);
+	return skb;
+}
+
 struct sk_buff *rsoft_ip4_skb(struct net_device *ndev, __be32 saddr,
 			      __be32 daddr, unsigned int len, u8 **data)
 {
@@ -297,31 +322,39 @@ struct sk_buff *rsoft_ip4_skb(struct net_device *ndev, __be32 saddr,
 		.saddr = saddr,
 		.daddr = daddr,
 	};
-	struct sk_buff *skb;
 	struct rtable *rt;
 
 	rt = ip_route_output_key(dev_net(ndev), &fl);
 	if (IS_ERR(rt))
 		return NULL;
-	skb = alloc_skb(LL_RESERVED_SPACE(rt->dst.dev) + len, GFP_ATOMIC);
-	if (!skb) {
-		ip_rt_put(rt);
+	return rsoft_routed_skb(&rt->dst, htons(ETH_P_IP), sizeof(struct iphdr),
+				len, data);
+}
+
+struct sk_buff *rsoft_ip6_skb(struct net_device *ndev, const u8 *saddr,
+			      const u8 *daddr, unsigned int len, u8 **data)
+{
+	struct flowi6 fl = {
+		.flowi6_oif = ndev->ifindex,
+		.flowi6_proto = IPPROTO_UDP,
+	};
+	struct dst_entry *dst;
+
+	memcpy(&fl.saddr, saddr, sizeof(fl.saddr));
+	memcpy(&fl.daddr, daddr, sizeof(fl.daddr));
+	dst = ip6_dst_lookup_flow(dev_net(ndev), NULL, &fl, NULL);
+	if (IS_ERR(dst))
 		return NULL;
-	}
-	skb_reserve(skb, LL_RESERVED_SPACE(rt->dst.dev));
-	*data = skb_put(skb, len);
-	skb_reset_network_header(skb);
-	skb_set_transport_header(skb, sizeof(struct iphdr));
-	skb->protocol = htons(ETH_P_IP);
-	skb->dev = rt->dst.dev;
-	skb_dst_set(skb, &rt->dst);
-	return skb;
+	return rsoft_routed_skb(dst, htons(ETH_P_IPV6), sizeof(struct ipv6hdr),
+				len, data);
 }
 
 static int rsoft_ip4_xmit(struct sk_buff *skb)
 {
+	struct net *net = dev_net(skb->dev);
 	/* net_xmit_eval() evaluates its argument twice. */
-	int err = ip_local_out(dev_net(skb->dev), NULL, skb);
+	int err = skb->protocol == htons(ETH_P_IPV6) ?
+		  ip6_local_out(net, NULL, skb) : ip_local_out(net, NULL, skb);
 
 	err = net_xmit_eval(err);
 	/* NET_XMIT_DROP and the like are positive. */
@@ -378,6 +411,7 @@ void rsoft_skb_free(struct sk_buff *skb)
  */
 struct rsoft_udp_net {
 	struct socket *sock;
+	struct socket *sock6;
 	unsigned int users;
 };
 
@@ -398,13 +432,19 @@ static int rsoft_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 	return 0;
 }
 
+static void rsoft_udp_sock_release(struct socket **sockp)
+{
+	if (!*sockp)
+		return;
+	kernel_sock_shutdown(*sockp, SHUT_RDWR);
+	sock_release(*sockp);
+	*sockp = NULL;
+}
+
 static void rsoft_udp_release(struct rsoft_udp_net *un)
 {
-	if (!un->sock)
-		return;
-	kernel_sock_shutdown(un->sock, SHUT_RDWR);
-	sock_release(un->sock);
-	un->sock = NULL;
+	rsoft_udp_sock_release(&un->sock);
+	rsoft_udp_sock_release(&un->sock6);
 	un->users = 0;
 }
 
@@ -446,8 +486,13 @@ void rsoft_udp_unregister(void)
 	synchronize_rcu();
 }
 
-static int rsoft_udp_create(struct net *net, struct socket **sockp)
+static int rsoft_udp_create(struct net *net, int family, struct socket **sockp)
 {
+	struct sockaddr_in6 addr6 = {
+		.sin6_family = AF_INET6,
+		.sin6_addr = IN6ADDR_ANY_INIT,
+		.sin6_port = htons(ROCE_V2_UDP_DPORT),
+	};
 	struct sockaddr_in addr = {
 		.sin_family = AF_INET,
 		.sin_addr.s_addr = htonl(INADDR_ANY),
@@ -457,16 +502,24 @@ static int rsoft_udp_create(struct net *net, struct socket **sockp)
 	struct sock *sk;
 	int err;
 
-	err = sock_create_kern(net, AF_INET, SOCK_DGRAM, 0, &sock);
+	err = sock_create_kern(net, family, SOCK_DGRAM, 0, &sock);
 	if (err)
 		return err;
+	sk = sock->sk;
+	if (family == AF_INET6) {
+		/* IPv4 has its own socket; senders send no UDP checksum. */
+		err = ip6_sock_set_v6only(sk);
+		udp_set_no_check6_rx(sk, true);
+	}
 	/* The address type differs between kernels. */
-	err = kernel_bind(sock, (void *)&addr, sizeof(addr));
+	if (!err && family == AF_INET6)
+		err = kernel_bind(sock, (void *)&addr6, sizeof(addr6));
+	else if (!err)
+		err = kernel_bind(sock, (void *)&addr, sizeof(addr));
 	if (err) {
 		sock_release(sock);
 		return err;
 	}
-	sk = sock->sk;
 	inet_clear_bit(MC_LOOP, sk);
 	inet_inc_convert_csum(sk);
 	udp_sk(sk)->encap_type = 1;
@@ -487,8 +540,13 @@ int rsoft_udp_open(struct net_device *ndev)
 		goto out;
 	}
 	un = net_generic(dev_net(ndev), rsoft_udp_net_id);
-	if (!un->sock)
-		err = rsoft_udp_create(dev_net(ndev), &un->sock);
+	if (!un->sock) {
+		err = rsoft_udp_create(dev_net(ndev), AF_INET, &un->sock);
+		if (!err)
+			err = rsoft_udp_create(dev_net(ndev), AF_INET6, &un->sock6);
+		if (err)
+			rsoft_udp_release(un);
+	}
 	if (!err)
 		un->users++;
 out:

@@ -99,6 +99,9 @@ u64 rsoft_percpu_sum(void *set, unsigned int n, unsigned int i);
  */
 struct sk_buff *rsoft_ip4_skb(struct net_device *ndev, __be32 saddr,
 			      __be32 daddr, unsigned int len, u8 **data);
+/* The same for IPv6, the 16-byte addresses in network byte order. */
+struct sk_buff *rsoft_ip6_skb(struct net_device *ndev, const u8 *saddr,
+			      const u8 *daddr, unsigned int len, u8 **data);
 int rsoft_ip4_send(struct sk_buff *skb);
 void rsoft_ip4_flush(void);
 void rsoft_skb_free(struct sk_buff *skb);

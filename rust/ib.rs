@@ -53,7 +53,7 @@ pub(crate) use cq::{CqArm, CqAttr, CqOps, CqRef, RecvGrh, Wc, WcEx, WcOpcode, Wc
 pub(crate) use device::{DeviceConfig, Devices, Provider};
 pub(crate) use gate::Gate;
 pub(crate) use ids::{Key, MrId, PdId, QpNum};
-pub(crate) use ip::{DeferredSends, Ipv4Packet};
+pub(crate) use ip::{DeferredSends, IpPacket};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
 pub(crate) use memory::{Memory, PageList};

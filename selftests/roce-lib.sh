@@ -18,6 +18,18 @@ gid_index() {
 	return 1
 }
 
+# gid6_index DEV: the index of the RoCE v2 GID of DEV's link-local IPv6
+# address.
+gid6_index() {
+	local p=/sys/class/infiniband/$1/ports/1 g
+	for g in $(grep -l '^fe80:' "$p"/gids/* 2>/dev/null); do
+		[[ $(cat "$p/gid_attrs/types/${g##*/}" 2>/dev/null) == "RoCE v2" ]] || continue
+		echo "${g##*/}"
+		return 0
+	done
+	return 1
+}
+
 # veth_pair NS D0 D1 IP0 IP1: a veth pair between this namespace and NS,
 # D0 here with IP0/24 and D1 there with IP1/24, both up (and NS's lo).
 veth_pair() {

@@ -7,7 +7,8 @@
 # devices: first rxe's packets (which proves the checker, and with a bit
 # flipped that it can fail), then rsoft's UD SENDs, which rxe must take too
 # (its rcvd_pkts counts only packets whose headers and ICRC it checked).
-# Then what rxe sends back: the UD pingpong and rdma_cm's SIDR (udaddy).
+# Then what rxe sends back: the UD pingpong (over IPv4 and IPv6) and
+# rdma_cm's SIDR (udaddy).
 # Needs rsoft.ko loaded; loads and unloads rdma_rxe; leaves nothing.
 set -u
 T=60
@@ -64,7 +65,7 @@ n=50 port=7700
 d=$work/a
 mkdir -p "$d"
 sent0=$(counter rxe_w0 sent_pkts)
-timeout -k 5 $T ip netns exec $ns ib_send_bw -d rsoft_w1 -c UD -x "$g1" -n $n -p $port \
+timeout -k 5 $T ip netns exec $ns ib_send_bw -d rsoft_w1 -c UD -x "$g1" -F -n $n -p $port \
 	>"$d/server" 2>&1 &
 s=$!
 ns_listening() { # (a server that died is not waited for)
@@ -72,7 +73,7 @@ ns_listening() { # (a server that died is not waited for)
 		in_ns grep -q "$(printf ':%04X ' $port).* 0A " /proc/net/tcp /proc/net/tcp6
 }
 until_ok 60 ns_listening
-timeout -k 5 $T ib_send_bw -d rxe_w0 -c UD -x "$g0" -n $n -p $port $ip1 >"$d/client" 2>&1 &
+timeout -k 5 $T ib_send_bw -d rxe_w0 -c UD -x "$g0" -F -n $n -p $port $ip1 >"$d/client" 2>&1 &
 c=$!
 sent() { perf_row "$d" || ! kill -0 $c 2>/dev/null; }
 until_ok $T sent
@@ -93,8 +94,8 @@ icrc "rxe's packets from $ip0: every ICRC checks, and fails with a payload bit f
 # --- b. rsoft -> rxe: UD SENDs from rsoft_w1 to a GID no rsoft port holds
 # leave on w1 as RoCEv2 packets; rxe_w0's server takes every one.
 n=200 port=7701
-srv=(ib_send_bw -d rxe_w0 -c UD -x "$g0" -n $n -p $port)
-cli=(ip netns exec $ns ib_send_bw -d rsoft_w1 -c UD -x "$g1" -n $n -p $port $ip0)
+srv=(ib_send_bw -d rxe_w0 -c UD -x "$g0" -F -n $n -p $port)
+cli=(ip netns exec $ns ib_send_bw -d rsoft_w1 -c UD -x "$g1" -F -n $n -p $port $ip0)
 rows() { perf_row "$1" && grep -A1 '^ *#bytes' "$1/server" | tail -1 | grep -Eq "^ *[0-9]+ +$n "; }
 rcvd0=$(counter rxe_w0 rcvd_pkts)
 pair "ib_send_bw -c UD -n $n (rsoft_w1 in $ns -> rxe_w0 here): both rows" tcp $port rows
@@ -127,9 +128,16 @@ srv=(udaddy -b $ip0 -c 2 -C 10)
 cli=(udaddy -s $ip0 -c 2 -C 10)
 ns_pair "udaddy -c 2 -C 10 (rsoft_w1 in $ns <-> rxe_w0 here): SIDR over QP1, then datagrams" \
 	cm 7174 cmatose_done
+# The same pingpong over IPv6: the link-local addresses' RoCE v2 GIDs.
+h0=$(gid6_index rxe_w0) h1=$(gid6_index rsoft_w1)
+port=7703
+srv=(ibv_ud_pingpong -d rxe_w0 -g "${h0:-0}" -p $port -s 512 -n 50 -c)
+cli=(ibv_ud_pingpong -d rsoft_w1 -g "${h1:-1}" -p $port -s 512 -n 50 -c $ip0)
+ns_pair "ibv_ud_pingpong -s 512 -n 50 -c over IPv6 link-local GIDs (rsoft_w1 in $ns <-> rxe_w0 here)" \
+	tcp $port pp_done
 rcvd=$(($(counter rsoft_w1 wire_received_packets) - rcvd0))
-check "rsoft_w1 took $rcvd packets from rxe_w0 (at least 100), none dropped" \
-	test $rcvd -ge 100 -a "$(counter rsoft_w1 wire_receive_drops)" -eq 0
+check "rsoft_w1 took $rcvd packets from rxe_w0 (at least 150), none dropped" \
+	test $rcvd -ge 150 -a "$(counter rsoft_w1 wire_receive_drops)" -eq 0
 
 # --- d. nothing left: links, veth, namespace, rdma_rxe
 check "rdma link delete rsoft_w1" timeout $T ip netns exec $ns rdma link delete rsoft_w1

@@ -1,21 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! IPv4 packets sent out of a netdev: the skb is routed and allocated
-//! here, the driver writes every byte from the IP header on, and the
-//! kernel's IP output (netfilter, neighbour resolution, the qdisc) takes
-//! it from there.
+//! IP packets sent out of a netdev: the skb is routed and allocated here,
+//! the driver writes every byte from the IP header on, and the kernel's IP
+//! output (netfilter, neighbour resolution, the qdisc) takes it from there.
 
-use super::{bindings, netdev::NetDev};
+use super::{attr::Gid, bindings, netdev::NetDev};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-/// An IPv4 packet being filled, freed unsent if dropped.
+/// An IPv4 or IPv6 packet being filled, freed unsent if dropped.
 ///
 /// # Invariants
 ///
 /// `skb` is an skb this owns, routed, with `len` bytes at `data` from its
 /// network header on.
-pub(crate) struct Ipv4Packet {
+pub(crate) struct IpPacket {
     skb: NonNull<bindings::sk_buff>,
     data: NonNull<u8>,
     len: usize,
@@ -23,25 +22,38 @@ pub(crate) struct Ipv4Packet {
 
 // SAFETY: an skb that nobody else references may be filled, sent or freed
 // from any thread.
-unsafe impl Send for Ipv4Packet {}
+unsafe impl Send for IpPacket {}
 
-impl Ipv4Packet {
-    /// A packet of `len` bytes (IP header included) from `saddr` to
-    /// `daddr`, routed out of `netdev` in its namespace; `None` without a
-    /// route or memory.
-    pub(crate) fn new(netdev: &NetDev, saddr: [u8; 4], daddr: [u8; 4], len: usize) -> Option<Self> {
+impl IpPacket {
+    /// A packet of `len` bytes (IP header included) from `src` to `dst`,
+    /// routed out of `netdev` in its namespace: IPv4 when both GIDs are
+    /// IPv4-mapped, else IPv6. `None` without a route or memory.
+    pub(crate) fn new(netdev: &NetDev, src: &Gid, dst: &Gid, len: usize) -> Option<Self> {
         let mut data = core::ptr::null_mut();
         let size = u32::try_from(len).ok()?;
-        // SAFETY: `netdev` is valid for the call; the addresses are in
-        // network byte order, as their bytes are.
-        let skb = unsafe {
-            bindings::rsoft_ip4_skb(
-                netdev.as_ptr(),
-                u32::from_ne_bytes(saddr),
-                u32::from_ne_bytes(daddr),
-                size,
-                &mut data,
-            )
+        let skb = match (src.ipv4(), dst.ipv4()) {
+            // SAFETY: `netdev` is valid for the call; the addresses are in
+            // network byte order, as their bytes are.
+            (Some(s), Some(d)) => unsafe {
+                bindings::rsoft_ip4_skb(
+                    netdev.as_ptr(),
+                    u32::from_ne_bytes(s),
+                    u32::from_ne_bytes(d),
+                    size,
+                    &mut data,
+                )
+            },
+            // SAFETY: as above; the shim copies the 16 bytes of each GID.
+            (None, None) => unsafe {
+                bindings::rsoft_ip6_skb(
+                    netdev.as_ptr(),
+                    src.0.as_ptr(),
+                    dst.0.as_ptr(),
+                    size,
+                    &mut data,
+                )
+            },
+            _ => return None,
         };
         let skb = NonNull::new(skb)?;
         match NonNull::new(data) {
@@ -70,7 +82,7 @@ impl Ipv4Packet {
     }
 }
 
-impl Drop for Ipv4Packet {
+impl Drop for IpPacket {
     fn drop(&mut self) {
         // SAFETY: the skb is ours and unsent (`send` forgets `self`).
         unsafe { bindings::rsoft_skb_free(self.skb.as_ptr()) };
@@ -78,7 +90,7 @@ impl Drop for Ipv4Packet {
 }
 
 /// Packets sent with interrupts off wait for a work item of the module
-/// (see [`Ipv4Packet::send`]). The module holds one of these, dropped after
+/// (see [`IpPacket::send`]). The module holds one of these, dropped after
 /// its last device: dropping it sends what waits and waits for the work
 /// item, which then runs no more.
 pub(crate) struct DeferredSends(());

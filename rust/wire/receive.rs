@@ -3,7 +3,7 @@
 //! Packets from other hosts: what reaches port 4791 of a RoCE port's
 //! namespace on its netdev is checked (ICRC, headers, destination address)
 //! and handed to the responder of its QP, as the local wire hands it a
-//! request. So far the packets the RoCEv2 wire sends: UD SEND only, with or
+//! request, over IPv4 or IPv6. So far the packets the RoCEv2 wire sends: UD SEND only, with or
 //! without immediate data (datagrams and QP1's MADs). Anything else is
 //! dropped and counted.
 
@@ -64,26 +64,70 @@ fn be24(p: &[u8], at: usize) -> Result<u32, Dropped> {
     Ok(u32::from_be_bytes([0, a, b, c]))
 }
 
-/// Checks `p`, an IPv4 RoCEv2 packet from its IP header on, and hands it
-/// to its QP on `port`.
-fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
-    let udp = roce::IPV4_HEADER;
-    let bth = udp + roce::UDP_HEADER;
-    let deth = bth + roce::BTH;
-    // IPv4 without options (as RoCEv2 senders send), UDP to our port.
-    let [version_ihl] = field(p, 0)?;
-    let [protocol] = field(p, 9)?;
-    let dport = u16::from_be_bytes(field(p, udp + 2)?);
-    if version_ihl != 0x45 || protocol != 17 || dport != roce::UDP_PORT {
+/// What the IP header of a packet says.
+struct IpHeader {
+    /// Its length: where the UDP header starts.
+    len: usize,
+    sgid: Gid,
+    dgid: Gid,
+    traffic_class: u8,
+    flow_label: u32,
+    hop_limit: u8,
+}
+
+/// Reads the IP header of `p`: IPv4 without options (as RoCEv2 senders
+/// send it) or IPv6 with no extension header, carrying UDP.
+fn ip_header(p: &[u8]) -> Result<IpHeader, Dropped> {
+    let [first] = field(p, 0)?;
+    let (h, protocol) = match first {
+        0x45 => {
+            let [tos] = field(p, 1)?;
+            let [ttl, protocol] = field(p, 8)?;
+            let h = IpHeader {
+                len: roce::IPV4_HEADER,
+                sgid: Gid::of_ipv4(field(p, 12)?),
+                dgid: Gid::of_ipv4(field(p, 16)?),
+                traffic_class: tos,
+                flow_label: 0,
+                hop_limit: ttl,
+            };
+            (h, protocol)
+        }
+        _ if first >> 4 == 6 => {
+            let [b0, b1, b2, b3] = field(p, 0)?;
+            let [next, hops] = field(p, 6)?;
+            let h = IpHeader {
+                len: roce::IPV6_HEADER,
+                sgid: Gid(field(p, 8)?),
+                dgid: Gid(field(p, 24)?),
+                traffic_class: (b0 << 4) | (b1 >> 4),
+                flow_label: u32::from_be_bytes([0, b1 & 0x0f, b2, b3]),
+                hop_limit: hops,
+            };
+            (h, next)
+        }
+        _ => return Err(Dropped::Other),
+    };
+    if protocol != 17 {
         return Err(Dropped::Other);
     }
-    if !icrc::checks_ipv4(p) {
+    Ok(h)
+}
+
+/// Checks `p`, a RoCEv2 packet from its IP header on, and hands it to its
+/// QP on `port`.
+fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
+    let ip = ip_header(p)?;
+    let udp = ip.len;
+    let bth = udp + roce::UDP_HEADER;
+    let deth = bth + roce::BTH;
+    let dport = u16::from_be_bytes(field(p, udp + 2)?);
+    if dport != roce::UDP_PORT {
+        return Err(Dropped::Other);
+    }
+    if !icrc::checks(p) {
         return Err(Dropped::Icrc);
     }
-    let [tos] = field(p, 1)?;
-    let [ttl] = field(p, 8)?;
-    let saddr: [u8; 4] = field(p, 12)?;
-    let daddr: [u8; 4] = field(p, 16)?;
     let [opcode, flags] = field(p, bth)?;
     let pkey = u16::from_be_bytes(field(p, bth + 2)?);
     let dest = be24(p, bth + 5)?;
@@ -110,7 +154,7 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
         .ok_or(Dropped::Other)?;
     let data = p.get(at..end).ok_or(Dropped::Other)?;
     let len = u32::try_from(data.len()).map_err(|_| Dropped::Other)?;
-    let (sgid, dgid) = (Gid::of_ipv4(saddr), Gid::of_ipv4(daddr));
+    let (sgid, dgid) = (ip.sgid, ip.dgid);
     if len > port.mtu() || !fabric_answers(port, &dgid) {
         return Err(Dropped::Other);
     }
@@ -120,10 +164,10 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
         dgid,
         sgid,
         sgid_type: GidType::RoceV2,
-        flow_label: 0,
+        flow_label: ip.flow_label,
         sgid_index: 0,
-        hop_limit: ttl,
-        traffic_class: tos,
+        hop_limit: ip.hop_limit,
+        traffic_class: ip.traffic_class,
     };
     let datagram = Datagram {
         address: Address {

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The RoCEv2 wire: a request for a port of another host leaves through
-//! the sending port's netdev as a RoCEv2 packet (IPv4, UDP port 4791, the
+//! the sending port's netdev as a RoCEv2 packet (IPv4 or IPv6, UDP port 4791, the
 //! base transport header, the opcode's extension headers, the payload, its
 //! pad and the ICRC), as rxe and RoCE NICs put it on the wire. So far it
-//! carries datagrams (UD, and QP1's MADs) from IPv4 GIDs; connected
+//! carries datagrams (UD, and QP1's MADs), over IPv4 or IPv6; connected
 //! requests for other hosts are lost, and their requester retries.
 
 use super::icrc;
@@ -12,7 +12,7 @@ use crate::{
     complete::After,
     copy::Pace,
     counters::Counter,
-    ib::{Address, Ipv4Packet},
+    ib::{Address, IpPacket},
     net::{Link, Net},
     scratch::Buf,
     transport::{Dest, Request, Response, Wire},
@@ -23,6 +23,7 @@ use kernel::prelude::*;
 /// The UDP port of RoCEv2 (IANA).
 pub(super) const UDP_PORT: u16 = 4791;
 pub(super) const IPV4_HEADER: usize = 20;
+pub(super) const IPV6_HEADER: usize = 40;
 pub(super) const UDP_HEADER: usize = 8;
 pub(super) const BTH: usize = 12;
 pub(super) const DETH: usize = 8;
@@ -96,31 +97,46 @@ fn send_datagram(from: &Net, av: &Address, req: &Request<'_>) -> Result<usize> {
     let (Some(grh), Some((_, qkey))) = (av.grh.as_ref(), req.datagram.as_ref()) else {
         return Err(EINVAL);
     };
-    // IPv6 GIDs are not carried yet.
-    let (Some(saddr), Some(daddr)) = (grh.sgid.ipv4(), grh.dgid.ipv4()) else {
-        return Err(EINVAL);
+    let v4 = grh.sgid.ipv4().zip(grh.dgid.ipv4());
+    let ip_header = if v4.is_some() {
+        IPV4_HEADER
+    } else {
+        IPV6_HEADER
     };
     let netdev = from.netdev().ok_or(ENODEV)?;
     let len = req.len as usize;
     let pad = len.wrapping_neg() & 3;
     let imm = if req.imm.is_some() { IMM_DT } else { 0 };
-    let total = IPV4_HEADER + UDP_HEADER + BTH + DETH + imm + len + pad + icrc::LEN;
+    let total = ip_header + UDP_HEADER + BTH + DETH + imm + len + pad + icrc::LEN;
     let ip_len = u16::try_from(total)?;
-    let udp_len = ip_len - IPV4_HEADER as u16;
-    let mut pkt = Ipv4Packet::new(&netdev, saddr, daddr, total).ok_or(ENOMEM)?;
+    let udp_len = ip_len - ip_header as u16;
+    // IPv4 when both GIDs are IPv4-mapped, else IPv6 (a mix fails here).
+    let mut pkt = IpPacket::new(&netdev, &grh.sgid, &grh.dgid, total).ok_or(ENOMEM)?;
     let bytes = pkt.bytes();
     let mut c = Cursor { rest: bytes };
     let ttl = match grh.hop_limit {
         0 => DEFAULT_TTL,
         hops => hops,
     };
-    // IPv4: no options, DF set, no ID (an atomic datagram, RFC 6864); the
-    // kernel's IP output writes the header checksum.
-    c.put(&[0x45, grh.traffic_class])?;
-    c.put(&ip_len.to_be_bytes())?;
-    c.put(&[0, 0, 0x40, 0, ttl, 17, 0, 0])?;
-    c.put(&saddr)?;
-    c.put(&daddr)?;
+    let tc = grh.traffic_class;
+    if let Some((saddr, daddr)) = v4 {
+        // IPv4: no options, DF set, no ID (an atomic datagram, RFC 6864);
+        // the kernel's IP output writes the header checksum.
+        c.put(&[0x45, tc])?;
+        c.put(&ip_len.to_be_bytes())?;
+        c.put(&[0, 0, 0x40, 0, ttl, 17, 0, 0])?;
+        c.put(&saddr)?;
+        c.put(&daddr)?;
+    } else {
+        // IPv6: traffic class and flow label, the length after this
+        // header, UDP, the hop limit.
+        let [_, flow_hi, flow_mid, flow_lo] = (grh.flow_label & 0xf_ffff).to_be_bytes();
+        c.put(&[0x60 | (tc >> 4), (tc << 4) | flow_hi, flow_mid, flow_lo])?;
+        c.put(&udp_len.to_be_bytes())?;
+        c.put(&[17, ttl])?;
+        c.put(&grh.sgid.0)?;
+        c.put(&grh.dgid.0)?;
+    }
     // UDP, with no checksum (the ICRC covers the packet), from a port
     // fixed per QP as rxe picks it.
     let sport = 0xc000 | (req.src.qpn.num().get() & 0x3fff) as u16;
@@ -145,7 +161,7 @@ fn send_datagram(from: &Net, av: &Address, req: &Request<'_>) -> Result<usize> {
     }
     req.data.read_into(from.mrs(), c.take(len)?)?;
     c.take(pad)?.fill(0);
-    icrc::seal_ipv4(pkt.bytes());
+    icrc::seal(pkt.bytes());
     pkt.send()?;
     Ok(total)
 }
