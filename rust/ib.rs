@@ -75,6 +75,9 @@ pub(crate) use wr::{Datagram, FastReg, LocalOp, RecvWrs, Remote, SendOp, SendWr,
 
 use kernel::error::Error;
 
+/// The size of a MAD, what QP1 carries.
+pub(crate) const MAD_SIZE: u32 = bindings::IB_MGMT_MAD_SIZE;
+
 /// `EOPNOTSUPP`, which the kernel crate of 6.12 does not name.
 pub(crate) fn eopnotsupp() -> Error {
     Error::from_errno(-(kernel::bindings::EOPNOTSUPP as i32))

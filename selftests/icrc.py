@@ -330,7 +330,9 @@ def check(path, flip=False, src=None, want_op=None, minimum=1):
             bad += 1
             if not flip:
                 complain(i, p, f"ICRC {carried:#010x}, computed {crc:#010x}")
-    opcodes = " ".join(f"{op:#04x}:{c}" for op, c in sorted(ops.items())) or "-"
+    # (A frame cut before its BTH has no opcode: "-".)
+    opcodes = " ".join(("-" if op is None else f"{op:#04x}") + f":{c}"
+                       for op, c in sorted(ops.items(), key=lambda e: (e[0] is None, e[0] or 0))) or "-"
     print(f"packets {n} icrc_ok {ok} bad {bad} opcodes {opcodes}"
           + (" (one payload bit flipped in each)" if flip else ""))
     if n < minimum:

@@ -139,6 +139,67 @@ rcvd=$(($(counter rsoft_w1 wire_received_packets) - rcvd0))
 check "rsoft_w1 took $rcvd packets from rxe_w0 (at least 150), none dropped" \
 	test $rcvd -ge 150 -a "$(counter rsoft_w1 wire_receive_drops)" -eq 0
 
+# --- e. a packet fuzzer (selftests/wire/pktfuzz.c) from raw sockets here
+# at rsoft_w1, one sender per CPU: valid UD SENDs, the same with one thing
+# wrong, and random bytes, to QP1 (with the GSI Q_Key most of the time:
+# valid ones reach the MAD layer) and to a live UD QP, an ibv_ud_pingpong
+# server's waiting for its client. Each packet that arrives is taken or
+# dropped, and counted. Then both QPs under attack move verified data: the
+# pingpong runs, and udaddy's SIDR goes through QP1.
+n=100000 seed=4791 port=7704
+d=$work/e
+mkdir -p "$d"
+wire_sum() {
+	echo $(($(counter rsoft_w1 wire_received_packets) + $(counter rsoft_w1 wire_icrc_errors) +
+		$(counter rsoft_w1 wire_receive_drops)))
+}
+rcvd0=$(counter rsoft_w1 wire_received_packets)
+icrc0=$(counter rsoft_w1 wire_icrc_errors)
+drop0=$(counter rsoft_w1 wire_receive_drops)
+sum0=$(wire_sum)
+timeout -k 5 $((10 * T)) ip netns exec $ns \
+	ibv_ud_pingpong -d rsoft_w1 -g "$g1" -p $port -s 512 -n 100 -c >"$d/server" 2>&1 &
+s=$!
+until_ok 60 ns_listening
+qpn=$(rdma res show qp link rsoft_w1/1 |
+	awk '/ type UD .*comm ibv_ud_pingpong/ {
+		for (i = 1; i < NF; i++) if ($i == "lqpn") { print $(i + 1); exit }
+	}')
+echo "# the ibv_ud_pingpong server's QP on rsoft_w1: ${qpn:-not found}"
+t0=$SECONDS
+rc=0
+timeout -k 5 $((10 * T)) "$here/build/wire/pktfuzz" -S $ip0 -D $ip1 -q "${qpn:-0x100}" -q 1 \
+	-k 0x80010000 -n $n -s $seed -j "$(nproc)" -v >"$d/fuzz" 2>&1 || rc=$?
+sed 's/^/# /' "$d/fuzz"
+echo "# pktfuzz: $((SECONDS - t0)) s"
+check "pktfuzz -n $n -s $seed at $ip1 (QPN ${qpn:-not found} and QP1) exits 0" \
+	test $rc -eq 0 -a -n "$qpn"
+# (the veth delivers in softirq, mostly before sendto returns)
+until_ok 10 test "$(($(wire_sum) - sum0))" -ge $n
+rcvd=$(($(counter rsoft_w1 wire_received_packets) - rcvd0))
+icrc=$(($(counter rsoft_w1 wire_icrc_errors) - icrc0))
+drop=$(($(counter rsoft_w1 wire_receive_drops) - drop0))
+got=$((rcvd + icrc + drop))
+check "rsoft_w1 counted $got of the $n packets (at least 90%): taken $rcvd, ICRC errors $icrc, dropped $drop" \
+	test $((got * 10)) -ge $((n * 9)) -a $rcvd -gt 0 -a $icrc -gt 0 -a $drop -gt 0
+rdma statistic show link rsoft_w1/1 | sed 's/^/# after pktfuzz: /'
+crc=0 src=0
+timeout -k 5 $T ibv_ud_pingpong -d rxe_w0 -g "$g0" -p $port -s 512 -n 100 -c $ip1 \
+	>"$d/client" 2>&1 || crc=$?
+wait $s || src=$?
+name="then ibv_ud_pingpong -s 512 -n 100 -c -g with the QP under attack (rsoft_w1 in $ns <-> rxe_w0 here)"
+if ((crc == 0 && src == 0)) && pp_done "$d"; then
+	pass "$name"
+else
+	fail "$name (client $crc, server $src)"
+	show "$d/client" client
+	show "$d/server" server
+fi
+srv=(udaddy -b $ip0 -c 2 -C 10)
+cli=(udaddy -s $ip0 -c 2 -C 10)
+ns_pair "then udaddy -c 2 -C 10 (rsoft_w1 in $ns <-> rxe_w0 here): SIDR through the QP1 under attack" \
+	cm 7174 cmatose_done
+
 # --- d. nothing left: links, veth, namespace, rdma_rxe
 check "rdma link delete rsoft_w1" timeout $T ip netns exec $ns rdma link delete rsoft_w1
 check "rdma link delete rxe_w0" timeout $T rdma link delete rxe_w0

@@ -158,6 +158,12 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
     if len > port.mtu() || !fabric_answers(port, &dgid) {
         return Err(Dropped::Other);
     }
+    // QP1 takes MADs, never longer: a longer packet would complete its
+    // receive in error, which stops the port's MAD and CM agents, so one
+    // packet of a peer would end rdma_cm on the port.
+    if Qpn::of(QpNum::new(dest)) == Qpn::GSI && len > ib::MAD_SIZE {
+        return Err(Dropped::Other);
+    }
     let qp = port.qp(Qpn::of(QpNum::new(dest))).ok_or(Dropped::Other)?;
     // The route back, as the sender's address vector would name it.
     let route = Grh {
