@@ -165,10 +165,11 @@ pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], skip: u32, bytes: &[u8]) ->
     Ok(())
 }
 
-/// Reads the bytes the (checked) `src` SGEs name into `out`, which is as
-/// long as they are.
-pub(crate) fn read_sges(mrs: &Mrs, src: &[SgeCopy], out: &mut [u8]) -> Result {
+/// Reads the bytes the (checked) `src` SGEs name from their byte `skip`
+/// on into `out`, which they fill.
+pub(crate) fn read_sges(mrs: &Mrs, src: &[SgeCopy], skip: u32, out: &mut [u8]) -> Result {
     let mut src = Cursor::new(mrs, src);
+    src.skip(skip)?;
     let mut done = 0;
     while done < out.len() {
         let left = u32::try_from(out.len() - done)?;

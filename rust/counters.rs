@@ -40,9 +40,12 @@ pub(crate) enum Counter {
     /// Packets from the RoCEv2 wire dropped otherwise: malformed, of an
     /// opcode not carried, for another address or an unknown QP.
     WireReceiveDrops,
+    /// Packets of RC requests sent again on the RoCEv2 wire: their
+    /// answer did not come in time.
+    WireResentPackets,
 }
 
-const COUNT: usize = Counter::WireReceiveDrops as usize + 1;
+const COUNT: usize = Counter::WireResentPackets as usize + 1;
 
 pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("cqes")),
@@ -62,6 +65,7 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("wire_received_bytes")),
     CounterDesc::new(c_str!("wire_icrc_errors")),
     CounterDesc::new(c_str!("wire_receive_drops")),
+    CounterDesc::new(c_str!("wire_resent_packets")),
 ];
 
 /// The port's counters; updated from any CPU without a lock, each CPU in

@@ -143,20 +143,20 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
     let Scratch { send, inline, recv } = scratch;
     let routes = net.fabric.routes();
     let head = {
-        let inner = qp.inner.lock();
+        let mut inner = qp.inner.lock();
         match inner.state {
             QpState::Error => {
                 drop(inner);
                 return more(flush(net, qp, after));
             }
-            QpState::Rts => match transport::Head::of(&inner, routes, send, inline) {
+            QpState::Rts => match transport::Head::of(&mut inner, routes, send, inline) {
                 Some(head) => head,
                 None => return Next::Idle,
             },
             _ => return Next::Idle,
         }
     };
-    if !ctx.worker && head.bytes() > INLINE_MAX {
+    if !ctx.worker && head.sends() && head.bytes() > INLINE_MAX {
         return Next::Defer;
     }
     let stop = || qp.is_closing();

@@ -55,15 +55,17 @@ impl<'a> Payload<'a> {
         }
     }
 
-    /// Reads the (checked) payload into `out`, which is as long as it is.
-    pub(crate) fn read_into(&self, mrs: &Mrs, out: &mut [u8]) -> Result {
+    /// Reads the (checked) payload from its byte `skip` on into `out`,
+    /// which it fills: one packet's share of it.
+    pub(crate) fn read_at(&self, mrs: &Mrs, skip: u32, out: &mut [u8]) -> Result {
         match *self {
-            Self::Sges(sges) => read_sges(mrs, sges, out),
-            Self::Inline(data) if data.len() == out.len() => {
-                out.copy_from_slice(data);
+            Self::Sges(sges) => read_sges(mrs, sges, skip, out),
+            Self::Inline(data) => {
+                let from = usize::try_from(skip)?;
+                let bytes = data.get(from..from + out.len()).ok_or(EINVAL)?;
+                out.copy_from_slice(bytes);
                 Ok(())
             }
-            Self::Inline(_) => Err(EINVAL),
         }
     }
 }

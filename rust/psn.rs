@@ -31,7 +31,18 @@ impl Psn {
     }
 
     pub(crate) fn next(self) -> Self {
-        Self::new(self.0.wrapping_add(1))
+        self.add(1)
+    }
+
+    /// The PSN `n` packets on.
+    pub(crate) fn add(self, n: u32) -> Self {
+        Self::new(self.0.wrapping_add(n))
+    }
+
+    /// Whether `self` lies in `first..=last`, a run of packets' PSNs.
+    pub(crate) fn within(self, first: Psn, last: Psn) -> bool {
+        let from_first = |p: Psn| p.0.wrapping_sub(first.0) & Self::MASK;
+        from_first(self) <= from_first(last)
     }
 
     /// Where `self` lies against `expected`.

@@ -88,6 +88,19 @@ impl Retries {
         Plan::Wait(us)
     }
 
+    /// An answer came while the timer ran: that wait is over, and counts
+    /// for nothing.
+    pub(crate) fn answered(&mut self) {
+        self.armed = None;
+        self.expired = false;
+    }
+
+    /// Whether a wait was served to its end: the head request is to be
+    /// tried again.
+    pub(crate) fn due(&self) -> bool {
+        self.armed.is_some() && self.expired
+    }
+
     /// The retry timer went off: returns whether the QP is to be run
     /// again (a wait was armed, not ended by a completion or a RESET).
     pub(crate) fn expire(&mut self) -> bool {

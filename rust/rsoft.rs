@@ -16,6 +16,7 @@ mod device;
 mod engine;
 mod fabric;
 mod fastreg;
+mod flight;
 mod grh;
 mod ib;
 mod limits;

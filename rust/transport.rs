@@ -15,8 +15,9 @@ mod req;
 mod resp;
 mod rules;
 
+pub(crate) use comp::answered;
 pub(crate) use head::Head;
-pub(crate) use packet::{Opcode, Request, Response, Source};
+pub(crate) use packet::{Carried, Opcode, Request, Response, Source};
 pub(crate) use req::{retries_exceeded, send};
 pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};
@@ -37,10 +38,10 @@ pub(crate) enum Dest<'a> {
 
 /// What carries requests of a port's QPs (see [`crate::wire`]).
 pub(crate) trait Wire: Sync {
-    /// Carries `req` from `from` to `to` and returns the responder's
-    /// answer, or `None` when none comes: the request was lost or dropped.
-    /// A receive the responder takes is copied into `room`; what it
-    /// completes goes into `after`.
+    /// Carries `req` from `from` to `to`: returns the responder's answer
+    /// if it came at once, else whether the request left. A receive the
+    /// responder takes is copied into `room`; what it completes goes into
+    /// `after`.
     fn carry(
         &self,
         from: &Net,
@@ -49,5 +50,5 @@ pub(crate) trait Wire: Sync {
         room: &mut Buf<SgeCopy>,
         pace: &Pace<'_>,
         after: &mut After,
-    ) -> Option<Response>;
+    ) -> Carried;
 }

@@ -139,6 +139,23 @@ rcvd=$(($(counter rsoft_w1 wire_received_packets) - rcvd0))
 check "rsoft_w1 took $rcvd packets from rxe_w0 (at least 150), none dropped" \
 	test $rcvd -ge 150 -a "$(counter rsoft_w1 wire_receive_drops)" -eq 0
 
+# --- f. RC from rsoft to rxe: SENDs and WRITEs cut into packets of the
+# path MTU, each message's last asking for the ACK that completes it (one
+# message in flight). rxe's responder takes them only in order, with the
+# right lengths and PSNs; the ACKs come back in through rsoft's socket.
+acks0=$(counter rsoft_w1 wire_received_packets) rcvd0=$(counter rxe_w0 rcvd_pkts)
+n=100 port=7704
+for t in "ib_send_bw -s 4096" "ib_write_bw -s 65536"; do
+	srv=($t -d rxe_w0 -x "$g0" -F -n $n -p $port)
+	cli=($t -d rsoft_w1 -x "$g1" -F -n $n -p $port $ip0)
+	ns_pair "$t -n $n, RC (rsoft_w1 in $ns -> rxe_w0 here): the client's row" tcp $port perf_row
+	port=$((port + 1))
+done
+acks=$(($(counter rsoft_w1 wire_received_packets) - acks0))
+rcvd=$(($(counter rxe_w0 rcvd_pkts) - rcvd0))
+check "rxe_w0 took $rcvd packets (at least $((n * 4 + n * 64))), rsoft_w1 $acks ACKs (at least $((2 * n)))" \
+	test $rcvd -ge $((n * 68)) -a $acks -ge $((2 * n))
+
 # --- e. a packet fuzzer (selftests/wire/pktfuzz.c) from raw sockets here
 # at rsoft_w1, one sender per CPU: valid UD SENDs, the same with one thing
 # wrong, and random bytes, to QP1 (with the GSI Q_Key most of the time:

@@ -18,6 +18,7 @@
 
 use crate::{
     cq::RsoftCq,
+    flight::{Answer, Flight},
     ib::{
         Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
@@ -87,6 +88,10 @@ pub(crate) struct QpInner {
     pub(crate) retries: Retries,
     /// The requester's next PSN: `sq_psn`, as set and as queried.
     pub(crate) req_psn: Psn,
+    /// The head send WQE's request, on a wire that answers later.
+    pub(crate) flight: Option<Flight>,
+    /// The last answer from such a wire, until the completer takes it.
+    pub(crate) answer: Option<Answer>,
     /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
     /// The responder's last atomic and its result, for a duplicate.
@@ -245,6 +250,8 @@ impl QpShared {
             sq_epoch: 0,
             retries: Retries::default(),
             req_psn: Psn::default(),
+            flight: None,
+            answer: None,
             resp_psn: Psn::default(),
             last_atomic: None,
             peer: None,
@@ -377,6 +384,7 @@ impl QpInner {
         set(&mut a.qkey, m.qkey);
         if let Some(psn) = m.sq_psn {
             self.req_psn = Psn::new(psn);
+            self.flight = None;
         }
         if let Some(psn) = m.rq_psn {
             self.resp_psn = Psn::new(psn);
@@ -389,6 +397,8 @@ impl QpInner {
                 while self.rq.pop().is_some() {}
                 self.sq_epoch = self.sq_epoch.wrapping_add(1);
                 self.retries = Retries::default();
+                self.flight = None;
+                self.answer = None;
             }
             if next != QpState::Error {
                 self.state = next;

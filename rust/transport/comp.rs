@@ -13,7 +13,9 @@ use super::{
 use crate::{
     complete::{self, After},
     copy::{copy_sges, write_sges, Pace},
-    ib::{Wc, WcOpcode, WcStatus},
+    counters::Counter,
+    flight::{Answer, Flight, Leg},
+    ib::{Gid, QpState, Wc, WcOpcode, WcStatus},
     net::Net,
     qp::QpUse,
     retry::{Refusal, Retries},
@@ -61,6 +63,47 @@ pub(crate) fn answer(
     finish(net, qp, head, status, len, after)
 }
 
+/// The head WQE of `qp` (copied as `head`, `len` bytes) left on a wire
+/// whose answers come later, as `packets` packets. An RC requester waits
+/// for the answer (or its local ACK timeout); UC's has nothing to wait
+/// for, and its WQE is complete.
+pub(super) fn sent(
+    net: &Net,
+    qp: &QpUse,
+    head: &Head<'_>,
+    len: u32,
+    packets: u32,
+    after: &mut After,
+) -> bool {
+    if matches!(head.leg, Leg::Due) {
+        net.counters.add(Counter::WireResentPackets, packets.into());
+    }
+    {
+        let mut inner = qp.inner.lock();
+        if !head.is_queued(&inner) {
+            return true;
+        }
+        inner.flight = Some(Flight::new(inner.sq_epoch, head.psn, packets));
+    }
+    if rules::acknowledged(qp.qp_type) {
+        return refused(Refusal::Silence, after);
+    }
+    finish(net, qp, head, WcStatus::Success, len, after)
+}
+
+/// Notes `answer`, from `from`, for `qp`, an RC QP of `port`, whose
+/// completer acts on it when it next runs: returns whether the QP is to
+/// be run. An answer from anywhere but the QP's destination is not its.
+pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
+    let mut inner = qp.inner.lock();
+    let ours = inner.attr.av.grh.is_some_and(|g| g.dgid == *from);
+    if !ours || inner.state != QpState::Rts {
+        return false;
+    }
+    inner.answer = Some(answer);
+    true
+}
+
 /// The status of the requester's completion after it put a response's
 /// data into its buffers (an MR deregistered meanwhile fails it).
 fn local(moved: kernel::error::Result) -> WcStatus {
@@ -93,7 +136,10 @@ pub(crate) fn finish(
         let popped = if head.is_queued(&inner) {
             inner.retries = Retries::default();
             if head.psn().is_some() {
-                inner.req_psn = inner.req_psn.next();
+                // A request sent as packets used a PSN each.
+                let epoch = inner.sq_epoch;
+                let flight = inner.flight.take().filter(|f| f.epoch == epoch);
+                inner.req_psn = flight.map_or(inner.req_psn.next(), |f| f.next());
             }
             inner.sq.pop()
         } else {

@@ -5,6 +5,7 @@
 
 use super::packet::Opcode;
 use crate::{
+    flight::Leg,
     ib::Address,
     payload::Payload,
     psn::Psn,
@@ -33,19 +34,26 @@ pub(crate) struct Head<'s> {
     pub(super) path_epoch: u32,
     /// A connected QP's peer, if it keeps one that is still good.
     pub(super) peer: Option<QpUse>,
+    /// The most payload one packet of a connected QP carries.
+    pub(super) mtu: Option<u32>,
+    /// Where its request stands on a wire that answers later.
+    pub(super) leg: Leg,
 }
 
 impl<'s> Head<'s> {
     /// The head send WQE of the QP whose lock `inner` is, if any, its
     /// SGEs copied into `send` or its inline data into `inline` (the
     /// runner's [`Scratch`](crate::scratch::Scratch)), with the peer the
-    /// QP keeps if the fabric's routes are still `routes`.
+    /// QP keeps if the fabric's routes are still `routes`. An answer to
+    /// its request in flight is taken off the QP: it is this run's to act
+    /// on.
     pub(crate) fn of(
-        inner: &QpInner,
+        inner: &mut QpInner,
         routes: u32,
         send: &'s mut Buf<SgeCopy>,
         inline: &'s mut Buf<u8>,
     ) -> Option<Self> {
+        let leg = leg(inner);
         let (wqe, sges) = inner.sq.front()?;
         let data = match inner.sq.front_inline() {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
@@ -66,12 +74,24 @@ impl<'s> Head<'s> {
             path: (a.av, Qpn::of(a.dest_qpn)),
             path_epoch: inner.path_epoch(),
             peer: inner.kept_peer(routes),
+            mtu: a.path_mtu.map(|m| m.bytes()),
+            leg,
         })
+    }
+
+    /// Whether its request is to be sent now (again, if it was before).
+    pub(crate) fn sends(&self) -> bool {
+        matches!(self.leg, Leg::Unsent | Leg::Due)
     }
 
     /// What executing it copies.
     pub(crate) fn bytes(&self) -> u64 {
         self.data.len()
+    }
+
+    /// The length of its message (checked when it was first sent).
+    pub(crate) fn len(&self) -> u32 {
+        u32::try_from(self.bytes()).unwrap_or(u32::MAX)
     }
 
     /// Its local buffers: where a READ or an atomic puts its result.
@@ -93,5 +113,22 @@ impl<'s> Head<'s> {
     /// since it was copied discarded it.
     pub(crate) fn is_queued(&self, inner: &QpInner) -> bool {
         inner.sq_epoch == self.epoch
+    }
+}
+
+/// Where the request of the head send WQE of the QP whose lock `inner` is
+/// stands; takes the answer that it waited for.
+fn leg(inner: &mut QpInner) -> Leg {
+    let Some(flight) = inner.flight.filter(|f| f.epoch == inner.sq_epoch) else {
+        return Leg::Unsent;
+    };
+    match inner.answer.take() {
+        Some(answer) if flight.takes(&answer) => {
+            inner.retries.answered();
+            Leg::Answered(answer.syndrome)
+        }
+        // An answer to an earlier request, or one not asked for.
+        _ if inner.retries.due() => Leg::Due,
+        _ => Leg::Waiting,
     }
 }

@@ -123,6 +123,8 @@ pub(crate) struct Request<'a> {
     pub(crate) datagram: Option<(Datagram, u32)>,
     /// The message length (RETH's DMA length for a READ or an atomic).
     pub(crate) len: u32,
+    /// The most payload one packet carries, on a wire that has packets.
+    pub(crate) mtu: u32,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
 }
@@ -154,4 +156,36 @@ pub(crate) enum Response {
     /// known: the requester's completion says LOC_PROT_ERR, as the
     /// receiver's does.
     Fault,
+}
+
+impl Response {
+    /// The answer an AETH syndrome (IBA 9.7.5.2.6) gives; `None` for a
+    /// reserved one.
+    pub(crate) fn of_syndrome(syndrome: u8) -> Option<Self> {
+        let code = syndrome & 0x1f;
+        Some(match syndrome >> 5 {
+            0 => Self::Ack,
+            1 => Self::Nak(Nak::Rnr(code)),
+            3 => Self::Nak(match code {
+                0 => Nak::Sequence,
+                // An invalid request, or an invalid RD request.
+                1 | 4 => Nak::InvalidRequest,
+                2 => Nak::RemoteAccess,
+                3 => Nak::RemoteOperation,
+                _ => return None,
+            }),
+            _ => return None,
+        })
+    }
+}
+
+/// What a wire did with a request.
+pub(crate) enum Carried {
+    /// The responder answered at once (the local wire).
+    Answered(Response),
+    /// It left as `packets` packets; an answer, if one is due, comes
+    /// later.
+    Sent { packets: u32 },
+    /// Nothing took it, and nothing will answer.
+    Lost,
 }

@@ -9,13 +9,14 @@
 use super::{
     comp,
     head::Head,
-    packet::{Opcode, Request, Source, ATOMIC_LEN},
+    packet::{Carried, Opcode, Request, Response, Source, ATOMIC_LEN},
     rules, Dest, Wire,
 };
 use crate::{
     complete::After,
     copy::{BadSge, Pace},
     fastreg,
+    flight::Leg,
     ib::{Access, SendOp, WcStatus},
     limits,
     net::Net,
@@ -40,6 +41,14 @@ pub(crate) fn send(
     after: &mut After,
 ) -> bool {
     let fail = |status, after: &mut After| comp::finish(net, qp, head, status, 0, after);
+    match head.leg {
+        Leg::Answered(syndrome) => {
+            let response = Response::of_syndrome(syndrome);
+            return comp::answer(net, qp, head, head.len(), response, pace, after);
+        }
+        Leg::Waiting => return false,
+        Leg::Unsent | Leg::Due => {}
+    }
     let Some(opcode) = Opcode::of(&head.wqe) else {
         let status = match &head.wqe.op {
             SendOp::Local(op) => fastreg::execute(net.mrs(), qp.pd, op),
@@ -112,10 +121,19 @@ pub(crate) fn send(
         solicited: head.wqe.solicited,
         datagram,
         len,
+        mtu: match datagram {
+            Some(_) => net.mtu(),
+            None => head.mtu.unwrap_or_else(|| net.mtu()),
+        },
         data: head.data,
     };
-    let response = wire.carry(net, target, &req, room, pace, after);
-    comp::answer(net, qp, head, len, response, pace, after)
+    match wire.carry(net, target, &req, room, pace, after) {
+        Carried::Answered(response) => {
+            comp::answer(net, qp, head, len, Some(response), pace, after)
+        }
+        Carried::Lost => comp::answer(net, qp, head, len, None, pace, after),
+        Carried::Sent { packets } => comp::sent(net, qp, head, len, packets, after),
+    }
 }
 
 /// The head WQE of `qp` was refused more often than its retries allow: it

@@ -13,7 +13,7 @@ use crate::{
     net::Net,
     qp::QpUse,
     scratch::Buf,
-    transport::{self, Dest, Request, Response, Wire},
+    transport::{self, Carried, Dest, Request, Response, Wire},
     wq::SgeCopy,
 };
 
@@ -29,15 +29,19 @@ impl Wire for Local {
         room: &mut Buf<SgeCopy>,
         pace: &Pace<'_>,
         after: &mut After,
-    ) -> Option<Response> {
-        match to {
-            Dest::Peer(dest) => deliver(Net::of_qp(dest)?, dest, req, room, pace, after),
-            Dest::Address(av) => from
-                .with_port(av, |port| {
-                    deliver(port, &port.qp(req.dest)?, req, room, pace, after)
-                })
-                .unwrap_or_else(|| Roce.carry(from, to, req, room, pace, after)),
-        }
+    ) -> Carried {
+        let answer = match to {
+            Dest::Peer(dest) => {
+                Net::of_qp(dest).and_then(|port| deliver(port, dest, req, room, pace, after))
+            }
+            Dest::Address(av) => match from.with_port(av, |port| {
+                deliver(port, &port.qp(req.dest)?, req, room, pace, after)
+            }) {
+                Some(answer) => answer,
+                None => return Roce.carry(from, to, req, room, pace, after),
+            },
+        };
+        answer.map_or(Carried::Lost, Carried::Answered)
     }
 }
 

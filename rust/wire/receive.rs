@@ -13,18 +13,21 @@ use crate::{
     copy::Pace,
     counters::Counter,
     fabric::Fabric,
-    ib::{self, Address, Datagram, Gid, GidType, Grh, NetDev, QpNum, SendOp},
+    flight::Answer,
+    ib::{self, Address, Gid, GidType, Grh, NetDev, QpNum, QpType, SendOp},
     net::{Link, Net},
     payload::Payload,
     psn::Psn,
     qp::{Ctx, Qpn},
     scratch,
-    transport::{self, Opcode, Request, Source},
+    transport::{self, Opcode, Request, Response, Source},
 };
 
 /// The BTH opcodes taken: UD SEND only, and with immediate data.
 const UD_SEND_ONLY: u8 = 0x64;
 const UD_SEND_ONLY_IMM: u8 = 0x65;
+/// The RC ACKNOWLEDGE: an ACK or NAK with its AETH.
+const RC_ACKNOWLEDGE: u8 = 0x11;
 /// The low 15 bits of a P_Key: only the default partition is served.
 const PKEY_BASE: u16 = 0x7fff;
 
@@ -120,7 +123,7 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
     let ip = ip_header(p)?;
     let udp = ip.len;
     let bth = udp + roce::UDP_HEADER;
-    let deth = bth + roce::BTH;
+    let headers = bth + roce::BTH;
     let dport = u16::from_be_bytes(field(p, udp + 2)?);
     if dport != roce::UDP_PORT {
         return Err(Dropped::Other);
@@ -130,41 +133,84 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
     }
     let [opcode, flags] = field(p, bth)?;
     let pkey = u16::from_be_bytes(field(p, bth + 2)?);
-    let dest = be24(p, bth + 5)?;
-    let psn = be24(p, bth + 9)?;
-    let imm = opcode == UD_SEND_ONLY_IMM;
-    if !(opcode == UD_SEND_ONLY || imm) || flags & 0x0f != 0 || pkey & PKEY_BASE != PKEY_BASE {
+    let dest = Qpn::of(QpNum::new(be24(p, bth + 5)?));
+    let psn = Psn::new(be24(p, bth + 9)?);
+    if flags & 0x0f != 0 || pkey & PKEY_BASE != PKEY_BASE || !fabric_answers(port, &ip.dgid) {
         return Err(Dropped::Other);
     }
-    let qkey = u32::from_be_bytes(field(p, deth)?);
-    let src = be24(p, deth + 5)?;
-    let mut at = deth + roce::DETH;
-    let imm = if imm {
+    let pad = usize::from((flags >> 4) & 3);
+    let end = p.len().checked_sub(icrc::LEN + pad).ok_or(Dropped::Other)?;
+    let body = p.get(headers..end).ok_or(Dropped::Other)?;
+    match opcode {
+        UD_SEND_ONLY | UD_SEND_ONLY_IMM => {
+            let datagram = Datagram {
+                ip: &ip,
+                dest,
+                psn,
+                imm: opcode == UD_SEND_ONLY_IMM,
+                solicited: flags & 0x80 != 0,
+                body,
+            };
+            take_datagram(port, datagram)
+        }
+        RC_ACKNOWLEDGE => take_ack(port, &ip, dest, psn, body),
+        _ => Err(Dropped::Other),
+    }
+}
+
+/// A UD SEND, from its DETH on.
+struct Datagram<'a> {
+    ip: &'a IpHeader,
+    dest: Qpn,
+    psn: Psn,
+    imm: bool,
+    solicited: bool,
+    /// DETH, immediate data, payload.
+    body: &'a [u8],
+}
+
+/// An acknowledgement of an RC request, `body` its AETH: the answer of
+/// the request of QP `dest` of `port` with the PSN `psn`.
+fn take_ack(port: &Net, ip: &IpHeader, dest: Qpn, psn: Psn, body: &[u8]) -> Result<(), Dropped> {
+    let [syndrome, _, _, _] = field(body, 0)?;
+    if body.len() != roce::AETH || Response::of_syndrome(syndrome).is_none() {
+        return Err(Dropped::Other);
+    }
+    let qp = port.qp(dest).ok_or(Dropped::Other)?;
+    if qp.qp_type != QpType::Rc || !transport::answered(&qp, &ip.sgid, Answer { psn, syndrome }) {
+        return Err(Dropped::Other);
+    }
+    qp.run(Ctx::caller(false));
+    Ok(())
+}
+
+/// Hands a UD SEND to its QP on `port`.
+fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
+    let p = d.body;
+    let qkey = u32::from_be_bytes(field(p, 0)?);
+    let src = be24(p, 5)?;
+    let mut at = roce::DETH;
+    let imm = if d.imm {
         let value = u32::from_ne_bytes(field(p, at)?);
         at += roce::IMM_DT;
         Some(value)
     } else {
         None
     };
-    let pad = usize::from((flags >> 4) & 3);
-    let end = p
-        .len()
-        .checked_sub(icrc::LEN + pad)
-        .filter(|&end| end >= at)
-        .ok_or(Dropped::Other)?;
-    let data = p.get(at..end).ok_or(Dropped::Other)?;
+    let data = p.get(at..).ok_or(Dropped::Other)?;
     let len = u32::try_from(data.len()).map_err(|_| Dropped::Other)?;
+    let (ip, dest) = (d.ip, d.dest);
     let (sgid, dgid) = (ip.sgid, ip.dgid);
-    if len > port.mtu() || !fabric_answers(port, &dgid) {
+    if len > port.mtu() {
         return Err(Dropped::Other);
     }
     // QP1 takes MADs, never longer: a longer packet would complete its
     // receive in error, which stops the port's MAD and CM agents, so one
     // packet of a peer would end rdma_cm on the port.
-    if Qpn::of(QpNum::new(dest)) == Qpn::GSI && len > ib::MAD_SIZE {
+    if dest == Qpn::GSI && len > ib::MAD_SIZE {
         return Err(Dropped::Other);
     }
-    let qp = port.qp(Qpn::of(QpNum::new(dest))).ok_or(Dropped::Other)?;
+    let qp = port.qp(dest).ok_or(Dropped::Other)?;
     // The route back, as the sender's address vector would name it.
     let route = Grh {
         dgid,
@@ -175,35 +221,36 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
         hop_limit: ip.hop_limit,
         traffic_class: ip.traffic_class,
     };
-    let datagram = Datagram {
+    let datagram = ib::Datagram {
         address: Address {
             dlid: 0,
             port: 1,
             grh: Some(route),
         },
-        remote_qpn: QpNum::new(dest),
+        remote_qpn: dest.num(),
         remote_qkey: qkey,
     };
+    let (opcode, bth) = match imm {
+        Some(_) => (Opcode::SendImm, UD_SEND_ONLY_IMM),
+        None => (Opcode::Send, UD_SEND_ONLY),
+    };
     let req = Request {
-        psn: Psn::new(psn),
-        opcode: if imm.is_some() {
-            Opcode::SendImm
-        } else {
-            Opcode::Send
-        },
-        bth: opcode,
+        psn: d.psn,
+        opcode,
+        bth,
         src: Source {
             qpn: Qpn::of(QpNum::new(src)),
             port: Link::Roce,
             sgid: Some(sgid),
         },
-        dest: Qpn::of(QpNum::new(dest)),
+        dest,
         op: SendOp::Send,
         imm,
         invalidate: None,
-        solicited: flags & 0x80 != 0,
+        solicited: d.solicited,
         datagram: Some((datagram, qkey)),
         len,
+        mtu: port.mtu(),
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;

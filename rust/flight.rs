@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! An RC request on a wire whose answers come later, in softirq (the
+//! RoCEv2 wire): the requester notes the PSNs its packets carry and
+//! waits; the receive path notes the answer that names one of them, and
+//! the completer retires the WQE from it on the QP's next run. Without an
+//! answer, the local ACK timeout has the requester send the request
+//! again, from its first packet (go-back-N). One request is in flight at
+//! a time: a window of one WQE.
+
+use crate::psn::Psn;
+
+/// The packets of the head send WQE's request, as last sent.
+#[derive(Clone, Copy)]
+pub(crate) struct Flight {
+    /// The send queue's epoch when it was sent: a RESET discards it.
+    pub(crate) epoch: u32,
+    pub(crate) first: Psn,
+    pub(crate) last: Psn,
+}
+
+/// An answer from the wire: the PSN it names and its AETH syndrome.
+#[derive(Clone, Copy)]
+pub(crate) struct Answer {
+    pub(crate) psn: Psn,
+    pub(crate) syndrome: u8,
+}
+
+/// The AETH syndromes' top bits: an ACK, or the code of a NAK in the low
+/// five bits.
+const ACK: u8 = 0x00;
+
+/// Where the head send WQE's request stands.
+#[derive(Clone, Copy)]
+pub(crate) enum Leg {
+    /// Not on a wire that answers later: the requester sends it.
+    Unsent,
+    /// Sent; no answer yet, and the wait for one has not run out.
+    Waiting,
+    /// Sent, and the wait for an answer ran out: it is sent again.
+    Due,
+    /// Answered, with this AETH syndrome.
+    Answered(u8),
+}
+
+impl Flight {
+    /// The request is `packets` packets from PSN `first` on.
+    pub(crate) fn new(epoch: u32, first: Psn, packets: u32) -> Self {
+        Self {
+            epoch,
+            first,
+            last: first.add(packets.saturating_sub(1)),
+        }
+    }
+
+    /// The PSN of the next request.
+    pub(crate) fn next(&self) -> Psn {
+        self.last.next()
+    }
+
+    /// Whether `answer` is the one this request waits for: an ACK of its
+    /// last packet (an earlier one was not asked for), or a NAK of any.
+    pub(crate) fn takes(&self, answer: &Answer) -> bool {
+        if answer.syndrome >> 5 == ACK {
+            answer.psn == self.last
+        } else {
+            answer.psn.within(self.first, self.last)
+        }
+    }
+}
