@@ -20,7 +20,9 @@ pub(crate) const MAX_MR_SIZE: u64 = 1 << 32;
 pub(crate) const MAX_SRQ: u32 = 1024;
 pub(crate) const MAX_SRQ_WR: u32 = 16384;
 pub(crate) const MAX_AH: u32 = 4096;
-pub(crate) const MAX_RD_ATOM: u32 = 16;
+/// As rxe's: perftest and rdma_cm give a responder the initiator depth
+/// of its peer, which is rxe's 128 when the peer is rxe.
+pub(crate) const MAX_RD_ATOM: u32 = 128;
 pub(crate) const MAX_MSG_SIZE: u32 = 1 << 31;
 /// The largest path MTU a port takes (`max_mtu`), whatever its link.
 pub(crate) const MAX_MTU: Mtu = Mtu::Mtu4096;

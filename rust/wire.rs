@@ -7,6 +7,9 @@
 //! the RoCEv2 wire to other hosts, whose packets from other hosts
 //! [`receive`] takes.
 
+mod answer;
+mod bth;
+mod frame;
 mod icrc;
 mod local;
 mod receive;

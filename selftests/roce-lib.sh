@@ -83,6 +83,10 @@ cm_listening() {
 tcp_listening() {
 	grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp /proc/net/tcp6
 }
+# a TCP server in namespace $ns
+ns_tcp_listening() {
+	ip netns exec "$ns" grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp /proc/net/tcp6
+}
 listening() { # KIND PORT PID
 	kill -0 "$3" 2>/dev/null || return 0
 	"$1_listening" "$2"

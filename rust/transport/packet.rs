@@ -125,6 +125,9 @@ pub(crate) struct Request<'a> {
     pub(crate) len: u32,
     /// The most payload one packet carries, on a wire that has packets.
     pub(crate) mtu: u32,
+    /// The PSNs it takes in its responder's sequence: one, or a READ's
+    /// response packets on a wire that has packets.
+    pub(crate) span: u32,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
 }
@@ -158,7 +161,23 @@ pub(crate) enum Response {
     Fault,
 }
 
+impl Nak {
+    /// Its AETH syndrome (IBA 9.7.5.2.6).
+    pub(crate) fn syndrome(self) -> u8 {
+        match self {
+            Self::Rnr(timer) => 0x20 | (timer & 0x1f),
+            Self::Sequence => 0x60,
+            Self::InvalidRequest => 0x61,
+            Self::RemoteAccess => 0x62,
+            Self::RemoteOperation => 0x63,
+        }
+    }
+}
+
 impl Response {
+    /// The AETH syndrome of an ACK: unlimited credits, as rxe sends it.
+    pub(crate) const ACK_SYNDROME: u8 = 0x1f;
+
     /// The answer an AETH syndrome (IBA 9.7.5.2.6) gives; `None` for a
     /// reserved one.
     pub(crate) fn of_syndrome(syndrome: u8) -> Option<Self> {

@@ -125,6 +125,7 @@ pub(crate) fn send(
             Some(_) => net.mtu(),
             None => head.mtu.unwrap_or_else(|| net.mtu()),
         },
+        span: 1,
         data: head.data,
     };
     match wire.carry(net, target, &req, room, pace, after) {

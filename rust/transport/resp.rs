@@ -236,7 +236,7 @@ fn judge<'r>(
     }
     if !req.opcode.consumes_recv() {
         if fresh {
-            d.resp_psn = req.psn.next();
+            d.resp_psn = req.psn.add(req.span);
         }
         return Verdict::Execute(None);
     }

@@ -7,14 +7,14 @@
 //! without immediate data (datagrams and QP1's MADs). Anything else is
 //! dropped and counted.
 
-use super::{icrc, roce};
+use super::{answer, bth, frame, icrc};
 use crate::{
     complete::After,
     copy::Pace,
     counters::Counter,
     fabric::Fabric,
     flight::Answer,
-    ib::{self, Address, Gid, GidType, Grh, NetDev, QpNum, QpType, SendOp},
+    ib::{self, Address, Gid, GidType, Grh, Key, NetDev, QpNum, QpType, Remote, SendOp},
     net::{Link, Net},
     payload::Payload,
     psn::Psn,
@@ -26,8 +26,6 @@ use crate::{
 /// The BTH opcodes taken: UD SEND only, and with immediate data.
 const UD_SEND_ONLY: u8 = 0x64;
 const UD_SEND_ONLY_IMM: u8 = 0x65;
-/// The RC ACKNOWLEDGE: an ACK or NAK with its AETH.
-const RC_ACKNOWLEDGE: u8 = 0x11;
 /// The low 15 bits of a P_Key: only the default partition is served.
 const PKEY_BASE: u16 = 0x7fff;
 
@@ -87,7 +85,7 @@ fn ip_header(p: &[u8]) -> Result<IpHeader, Dropped> {
             let [tos] = field(p, 1)?;
             let [ttl, protocol] = field(p, 8)?;
             let h = IpHeader {
-                len: roce::IPV4_HEADER,
+                len: frame::IPV4_HEADER,
                 sgid: Gid::of_ipv4(field(p, 12)?),
                 dgid: Gid::of_ipv4(field(p, 16)?),
                 traffic_class: tos,
@@ -100,7 +98,7 @@ fn ip_header(p: &[u8]) -> Result<IpHeader, Dropped> {
             let [b0, b1, b2, b3] = field(p, 0)?;
             let [next, hops] = field(p, 6)?;
             let h = IpHeader {
-                len: roce::IPV6_HEADER,
+                len: frame::IPV6_HEADER,
                 sgid: Gid(field(p, 8)?),
                 dgid: Gid(field(p, 24)?),
                 traffic_class: (b0 << 4) | (b1 >> 4),
@@ -122,10 +120,10 @@ fn ip_header(p: &[u8]) -> Result<IpHeader, Dropped> {
 fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
     let ip = ip_header(p)?;
     let udp = ip.len;
-    let bth = udp + roce::UDP_HEADER;
-    let headers = bth + roce::BTH;
+    let bth = udp + frame::UDP_HEADER;
+    let headers = bth + frame::BTH;
     let dport = u16::from_be_bytes(field(p, udp + 2)?);
-    if dport != roce::UDP_PORT {
+    if dport != frame::UDP_PORT {
         return Err(Dropped::Other);
     }
     if !icrc::checks(p) {
@@ -153,10 +151,177 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
             };
             take_datagram(port, datagram)
         }
-        RC_ACKNOWLEDGE => take_ack(port, &ip, dest, psn, body),
-        _ => Err(Dropped::Other),
+        bth::ACKNOWLEDGE => take_ack(port, &ip, dest, psn, body),
+        _ => {
+            let part = bth::request(opcode).ok_or(Dropped::Other)?;
+            let packet = Packet {
+                ip: &ip,
+                dest,
+                psn,
+                transport: opcode & bth::TRANSPORT,
+                part,
+                solicited: flags & 0x80 != 0,
+                ack_req: p.get(bth + 8).is_some_and(|b| b & 0x80 != 0),
+                body,
+            };
+            take_request(port, &packet)
+        }
     }
 }
+
+/// A request of an RC or UC QP, from its extension headers on.
+struct Packet<'a> {
+    ip: &'a IpHeader,
+    dest: Qpn,
+    psn: Psn,
+    /// Its opcode's transport bits.
+    transport: u8,
+    part: bth::Part,
+    solicited: bool,
+    ack_req: bool,
+    body: &'a [u8],
+}
+
+/// Reads a RETH or the address and key of an AtomicETH at `at` of `p`.
+fn remote(p: &[u8], at: usize) -> Result<Remote, Dropped> {
+    Ok(Remote {
+        addr: u64::from_be_bytes(field(p, at)?),
+        rkey: Key::new(u32::from_be_bytes(field(p, at + 8)?)),
+    })
+}
+
+/// Hands a request of one packet to its QP's responder and sends the
+/// answer back, as the local wire hands it a request and returns the
+/// answer.
+fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
+    let (p, part) = (pkt.body, pkt.part);
+    // Messages of more than one packet are not taken yet: their
+    // requester is not answered, and gives up.
+    if !(part.first && part.last) {
+        return Err(Dropped::Other);
+    }
+    let mut at = 0;
+    let (op, reth_len) = match part.op {
+        Opcode::Send | Opcode::SendImm | Opcode::SendInv => (SendOp::Send, None),
+        Opcode::Write | Opcode::WriteImm | Opcode::Read => {
+            let r = remote(p, 0)?;
+            let len = u32::from_be_bytes(field(p, 12)?);
+            at = frame::RETH;
+            let op = if part.op == Opcode::Read {
+                SendOp::RdmaRead(r)
+            } else {
+                SendOp::RdmaWrite(r)
+            };
+            (op, Some(len))
+        }
+        Opcode::CompareSwap | Opcode::FetchAdd => {
+            let r = remote(p, 0)?;
+            let swap_add = u64::from_be_bytes(field(p, 12)?);
+            let compare = u64::from_be_bytes(field(p, 20)?);
+            at = frame::ATOMIC_ETH;
+            let op = if part.op == Opcode::CompareSwap {
+                SendOp::CompareSwap {
+                    remote: r,
+                    compare,
+                    swap: swap_add,
+                }
+            } else {
+                SendOp::FetchAdd {
+                    remote: r,
+                    add: swap_add,
+                }
+            };
+            (op, Some(8))
+        }
+    };
+    let imm = if part.has_imm() {
+        let value = u32::from_ne_bytes(field(p, at)?);
+        at += frame::IMM_DT;
+        Some(value)
+    } else {
+        None
+    };
+    let invalidate = if part.has_ieth() {
+        let key = u32::from_be_bytes(field(p, at)?);
+        at += frame::IETH;
+        Some(Key::new(key))
+    } else {
+        None
+    };
+    let data = p.get(at..).ok_or(Dropped::Other)?;
+    let carried = u32::try_from(data.len()).map_err(|_| Dropped::Other)?;
+    // A READ or an atomic carries no payload; a WRITE all it says.
+    let len = match (part.op, reth_len) {
+        (Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd, Some(len)) if carried == 0 => len,
+        (Opcode::Write | Opcode::WriteImm, Some(len)) if len == carried => len,
+        (_, None) => carried,
+        _ => return Err(Dropped::Other),
+    };
+    let qp = port.qp(pkt.dest).ok_or(Dropped::Other)?;
+    if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+        return Err(Dropped::Other);
+    }
+    let (peer, path, mtu) = {
+        let inner = qp.inner.lock();
+        let a = &inner.attr;
+        (
+            a.dest_qpn,
+            a.av.grh,
+            a.path_mtu.map_or(port.mtu(), |m| m.bytes()),
+        )
+    };
+    let route = path.ok_or(Dropped::Other)?;
+    let span = match part.op {
+        Opcode::Read => len.div_ceil(mtu.max(frame::MIN_MTU)).max(1),
+        _ => 1,
+    };
+    let req = Request {
+        psn: pkt.psn,
+        opcode: part.op,
+        bth: pkt.transport | part.op.operation(),
+        src: Source {
+            qpn: Qpn::of(peer),
+            port: Link::Roce,
+            sgid: Some(pkt.ip.sgid),
+        },
+        dest: pkt.dest,
+        op,
+        imm,
+        invalidate,
+        solicited: pkt.solicited,
+        datagram: None,
+        len,
+        mtu,
+        span,
+        data: Payload::Inline(data),
+    };
+    let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
+    let mut after = After::default();
+    let response = transport::receive(port, &qp, &req, &mut room, &IN_SOFTIRQ, &mut after);
+    if let Some(other) = after.finish() {
+        other.run(Ctx::caller(false));
+    }
+    // UC answers nothing.
+    if let (Some(response), bth::RC) = (response, pkt.transport) {
+        let asker = answer::Asker {
+            route,
+            src: pkt.dest,
+            dest: req.src.qpn,
+            psn: pkt.psn,
+            mtu,
+            ack_req: pkt.ack_req,
+        };
+        answer::send(port, &asker, response);
+    }
+    Ok(())
+}
+
+/// How a packet's data moves: at most an MTU, in softirq, with nothing
+/// to stop for.
+const IN_SOFTIRQ: Pace<'static> = Pace {
+    may_sleep: false,
+    stop: &|| false,
+};
 
 /// A UD SEND, from its DETH on.
 struct Datagram<'a> {
@@ -173,7 +338,7 @@ struct Datagram<'a> {
 /// the request of QP `dest` of `port` with the PSN `psn`.
 fn take_ack(port: &Net, ip: &IpHeader, dest: Qpn, psn: Psn, body: &[u8]) -> Result<(), Dropped> {
     let [syndrome, _, _, _] = field(body, 0)?;
-    if body.len() != roce::AETH || Response::of_syndrome(syndrome).is_none() {
+    if body.len() != frame::AETH || Response::of_syndrome(syndrome).is_none() {
         return Err(Dropped::Other);
     }
     let qp = port.qp(dest).ok_or(Dropped::Other)?;
@@ -189,10 +354,10 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
     let p = d.body;
     let qkey = u32::from_be_bytes(field(p, 0)?);
     let src = be24(p, 5)?;
-    let mut at = roce::DETH;
+    let mut at = frame::DETH;
     let imm = if d.imm {
         let value = u32::from_ne_bytes(field(p, at)?);
-        at += roce::IMM_DT;
+        at += frame::IMM_DT;
         Some(value)
     } else {
         None
@@ -251,16 +416,12 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
         datagram: Some((datagram, qkey)),
         len,
         mtu: port.mtu(),
+        span: 1,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
-    // At most an MTU, in softirq: no sleeping, nothing to stop for.
-    let pace = Pace {
-        may_sleep: false,
-        stop: &|| false,
-    };
     let mut after = After::default();
-    transport::receive(port, &qp, &req, &mut room, &pace, &mut after);
+    transport::receive(port, &qp, &req, &mut room, &IN_SOFTIRQ, &mut after);
     if let Some(other) = after.finish() {
         other.run(Ctx::caller(false));
     }
