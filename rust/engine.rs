@@ -10,6 +10,7 @@ use crate::{
     complete::{self, After},
     copy::Pace,
     ib::{QpState, Wc, WcOpcode, WcStatus},
+    inbound::Inbound,
     net::{Link, Net},
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
     retry::Plan,
@@ -206,6 +207,9 @@ fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
         let mut inner = qp.inner.lock();
         if let Some(wqe) = inner.sq.pop() {
             (wqe, false)
+        } else if let Some(wqe) = inner.inbound.take().and_then(Inbound::into_recv) {
+            // The receive of a message whose last packet never came.
+            (wqe, true)
         } else if qp.srq.is_none() && inner.rq_busy == 0 {
             // The receives of an SRQ belong to the SRQ, not to this QP.
             match inner.rq.pop() {

@@ -10,20 +10,33 @@
 
 use crate::psn::Psn;
 
-/// The packets of the head send WQE's request, as last sent.
+/// The packets of the head send WQE's request, as last sent: its own,
+/// or those of a READ's response.
 #[derive(Clone, Copy)]
 pub(crate) struct Flight {
     /// The send queue's epoch when it was sent: a RESET discards it.
     pub(crate) epoch: u32,
     pub(crate) first: Psn,
     pub(crate) last: Psn,
+    /// The next READ response packet to place: they are taken in order.
+    pub(crate) expect: Psn,
 }
 
-/// An answer from the wire: the PSN it names and its AETH syndrome.
+/// An answer from the wire: the PSN it names and what it says.
 #[derive(Clone, Copy)]
 pub(crate) struct Answer {
     pub(crate) psn: Psn,
-    pub(crate) syndrome: u8,
+    pub(crate) outcome: Outcome,
+}
+
+/// What an answer says.
+#[derive(Clone, Copy)]
+pub(crate) enum Outcome {
+    /// Its AETH syndrome.
+    Aeth(u8),
+    /// Its data (a READ's, an atomic's) could not be placed in the
+    /// requester's buffers: an MR of theirs went.
+    Fault,
 }
 
 /// The AETH syndromes' top bits: an ACK, or the code of a NAK in the low
@@ -39,8 +52,8 @@ pub(crate) enum Leg {
     Waiting,
     /// Sent, and the wait for an answer ran out: it is sent again.
     Due,
-    /// Answered, with this AETH syndrome.
-    Answered(u8),
+    /// Answered.
+    Answered(Outcome),
 }
 
 impl Flight {
@@ -50,6 +63,7 @@ impl Flight {
             epoch,
             first,
             last: first.add(packets.saturating_sub(1)),
+            expect: first,
         }
     }
 
@@ -61,10 +75,11 @@ impl Flight {
     /// Whether `answer` is the one this request waits for: an ACK of its
     /// last packet (an earlier one was not asked for), or a NAK of any.
     pub(crate) fn takes(&self, answer: &Answer) -> bool {
-        if answer.syndrome >> 5 == ACK {
-            answer.psn == self.last
-        } else {
-            answer.psn.within(self.first, self.last)
+        match answer.outcome {
+            Outcome::Aeth(syndrome) if syndrome >> 5 != ACK => {
+                answer.psn.within(self.first, self.last)
+            }
+            _ => answer.psn == self.last,
         }
     }
 }

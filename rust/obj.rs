@@ -6,6 +6,7 @@
 //! moves data between them is [`crate::transport`].
 
 pub(crate) mod cq;
+pub(crate) mod inbound;
 pub(crate) mod mr;
 pub(crate) mod qp;
 pub(crate) mod scratch;

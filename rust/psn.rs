@@ -39,10 +39,14 @@ impl Psn {
         Self::new(self.0.wrapping_add(n))
     }
 
+    /// How many packets `self` is after `first`.
+    pub(crate) fn since(self, first: Psn) -> u32 {
+        self.0.wrapping_sub(first.0) & Self::MASK
+    }
+
     /// Whether `self` lies in `first..=last`, a run of packets' PSNs.
     pub(crate) fn within(self, first: Psn, last: Psn) -> bool {
-        let from_first = |p: Psn| p.0.wrapping_sub(first.0) & Self::MASK;
-        from_first(self) <= from_first(last)
+        self.since(first) <= last.since(first)
     }
 
     /// Where `self` lies against `expected`.

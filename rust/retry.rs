@@ -82,7 +82,7 @@ impl Retries {
             Refusal::Silence if self.timeouts > budget.retry_cnt => {
                 return Plan::Fail(WcStatus::RetryExceeded);
             }
-            Refusal::Silence => (4096u64 << (budget.timeout & 31)) / 1000,
+            Refusal::Silence => ack_timeout_us(budget.timeout),
         };
         self.armed = Some(refusal);
         Plan::Wait(us)
@@ -101,12 +101,24 @@ impl Retries {
         self.armed.is_some() && self.expired
     }
 
+    /// Whether the wait for an answer runs, and has not run out: an answer
+    /// in several packets restarts it with each.
+    pub(crate) fn awaits_answer(&self) -> bool {
+        matches!(self.armed, Some(Refusal::Silence)) && !self.expired
+    }
+
     /// The retry timer went off: returns whether the QP is to be run
     /// again (a wait was armed, not ended by a completion or a RESET).
     pub(crate) fn expire(&mut self) -> bool {
         self.expired = self.armed.is_some();
         self.expired
     }
+}
+
+/// The local ACK timeout of the IB encoding (`timeout`, not 0), in
+/// microseconds: 4.096 us << `timeout`.
+pub(crate) fn ack_timeout_us(timeout: u8) -> u64 {
+    (4096u64 << (timeout & 31)) / 1000
 }
 
 /// The RNR timer of the IB encoding (`min_rnr_timer`), in microseconds.

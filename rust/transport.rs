@@ -15,9 +15,9 @@ mod req;
 mod resp;
 mod rules;
 
-pub(crate) use comp::answered;
+pub(crate) use comp::{answered, returned, Returned};
 pub(crate) use head::Head;
-pub(crate) use packet::{Carried, Nak, Opcode, Request, Response, Source};
+pub(crate) use packet::{Carried, Nak, Opcode, Piece, Request, Response, Source};
 pub(crate) use req::{retries_exceeded, send};
 pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};

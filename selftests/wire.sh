@@ -156,13 +156,23 @@ rcvd=$(($(counter rxe_w0 rcvd_pkts) - rcvd0))
 check "rxe_w0 took $rcvd packets (at least $((n * 4 + n * 64))), rsoft_w1 $acks ACKs (at least $((2 * n)))" \
 	test $rcvd -ge $((n * 68)) -a $acks -ge $((2 * n))
 
-# rsoft's responder, for requests of one packet (the path MTU is 1024):
-# SENDs and WRITEs both ways, then READs answered with READ RESPONSEs cut
-# at the path MTU and atomics, from rxe_w0 to rsoft_w1.
+# rsoft's responder (the path MTU is 1024): SENDs of 4 packets both ways,
+# on RC and on UC, with the data checked; WRITEs of one packet both ways;
+# SENDs and WRITEs of 64 packets from rxe; READs answered with READ
+# RESPONSEs cut at the path MTU, and atomics, from rxe_w0 to rsoft_w1.
 port=7710
-srv=(ibv_rc_pingpong -d rxe_w0 -g "$g0" -p $port -s 1024 -n 200 -c)
-cli=(ibv_rc_pingpong -d rsoft_w1 -g "$g1" -p $port -s 1024 -n 200 -c $ip0)
-ns_pair "ibv_rc_pingpong -s 1024 -n 200 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
+for t in ibv_rc_pingpong ibv_uc_pingpong; do
+	srv=($t -d rxe_w0 -g "$g0" -p $port -s 4096 -n 200 -c)
+	cli=($t -d rsoft_w1 -g "$g1" -p $port -s 4096 -n 200 -c $ip0)
+	ns_pair "$t -s 4096 -n 200 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
+	port=$((port + 10))
+done
+for t in "ib_send_bw -s 65536" "ib_write_bw -s 65536"; do
+	srv=(ip netns exec $ns $t -d rsoft_w1 -x "$g1" -F -n $n -p $port)
+	cli=($t -d rxe_w0 -x "$g0" -F -n $n -p $port $ip1)
+	pair "$t -n $n, RC (rxe_w0 here -> rsoft_w1 in $ns): the client's row" ns_tcp $port perf_row
+	port=$((port + 1))
+done
 port=7711
 srv=(ib_write_lat -d rxe_w0 -x "$g0" -F -s 1024 -n $n -p $port)
 cli=(ib_write_lat -d rsoft_w1 -x "$g1" -F -s 1024 -n $n -p $port $ip0)
@@ -173,6 +183,14 @@ for t in "ib_read_lat -s 4096" "ib_atomic_lat"; do
 	srv=(ip netns exec $ns $t -d rsoft_w1 -x "$g1" -F -n $n -p $port)
 	cli=($t -d rxe_w0 -x "$g0" -F -n $n -p $port $ip1)
 	pair "$t -n $n (rxe_w0 here -> rsoft_w1 in $ns): the client's row" ns_tcp $port perf_row
+	port=$((port + 1))
+done
+# and rsoft's requester: READs whose responses come back in packets of
+# the path MTU, placed in order, and atomics, from rsoft_w1 to rxe_w0.
+for t in "ib_read_bw -s 65536" "ib_read_lat -s 4096" "ib_atomic_lat"; do
+	srv=($t -d rxe_w0 -x "$g0" -F -n $n -p $port)
+	cli=($t -d rsoft_w1 -x "$g1" -F -n $n -p $port $ip0)
+	ns_pair "$t -n $n (rsoft_w1 in $ns -> rxe_w0 here): the client's row" tcp $port perf_row
 	port=$((port + 1))
 done
 reads=$(($(counter rsoft_w1 rdma_reads) - reads0))

@@ -23,6 +23,7 @@ use crate::{
         Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
     },
+    inbound::Inbound,
     new_irq_spinlock,
     psn::Psn,
     retry::Retries,
@@ -94,6 +95,8 @@ pub(crate) struct QpInner {
     pub(crate) answer: Option<Answer>,
     /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
+    /// The message of several packets the responder is in the middle of.
+    pub(crate) inbound: Option<Inbound>,
     /// The responder's last atomic and its result, for a duplicate.
     pub(crate) last_atomic: Option<(Psn, u64)>,
     /// The peer a connected QP sends to, as last found.
@@ -254,6 +257,7 @@ impl QpShared {
             answer: None,
             resp_psn: Psn::default(),
             last_atomic: None,
+            inbound: None,
             peer: None,
             path_epoch: 0,
         };
@@ -399,6 +403,7 @@ impl QpInner {
                 self.retries = Retries::default();
                 self.flight = None;
                 self.answer = None;
+                self.inbound = None;
             }
             if next != QpState::Error {
                 self.state = next;

@@ -25,6 +25,17 @@ impl<T: Copy + Default> Buf<T> {
         dst.copy_from_slice(from);
         Some(dst)
     }
+
+    /// The first `n` elements (all if there are fewer).
+    pub(crate) fn first(&self, n: usize) -> &[T] {
+        &self.0[..n.min(self.0.len())]
+    }
+
+    /// Takes the buffer, leaving an empty one: a message of several
+    /// packets keeps the SGEs its first packet's receive had.
+    pub(crate) fn take(&mut self) -> Self {
+        Self(core::mem::take(&mut self.0))
+    }
 }
 
 /// What one runner of a QP owns (see [`crate::engine::kick`]).

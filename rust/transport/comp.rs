@@ -14,11 +14,12 @@ use crate::{
     complete::{self, After},
     copy::{copy_sges, write_sges, Pace},
     counters::Counter,
-    flight::{Answer, Flight, Leg},
-    ib::{Gid, QpState, Wc, WcOpcode, WcStatus},
+    flight::{Answer, Flight, Leg, Outcome},
+    ib::{Gid, QpState, SendOp, Wc, WcOpcode, WcStatus},
     net::Net,
-    qp::QpUse,
-    retry::{Refusal, Retries},
+    psn::Psn,
+    qp::{QpInner, QpUse},
+    retry::{ack_timeout_us, Refusal, Retries},
 };
 
 /// Retires the head WQE of `qp` (copied as `head`, `len` bytes) from
@@ -83,7 +84,17 @@ pub(super) fn sent(
         if !head.is_queued(&inner) {
             return true;
         }
-        inner.flight = Some(Flight::new(inner.sq_epoch, head.psn, packets));
+        let epoch = inner.sq_epoch;
+        let mut flight = Flight::new(epoch, head.psn, packets);
+        // A READ's response packets placed before it was sent again
+        // stand: the new response is placed from where they end.
+        if let Some(before) = inner
+            .flight
+            .filter(|f| f.epoch == epoch && f.first == head.psn)
+        {
+            flight.expect = before.expect;
+        }
+        inner.flight = Some(flight);
     }
     if rules::acknowledged(qp.qp_type) {
         return refused(Refusal::Silence, after);
@@ -91,17 +102,88 @@ pub(super) fn sent(
     finish(net, qp, head, WcStatus::Success, len, after)
 }
 
-/// Notes `answer`, from `from`, for `qp`, an RC QP of `port`, whose
-/// completer acts on it when it next runs: returns whether the QP is to
-/// be run. An answer from anywhere but the QP's destination is not its.
+/// Notes `answer`, from `from`, for `qp`, an RC QP, whose completer acts
+/// on it when it next runs: returns whether the QP is to be run. An
+/// answer from anywhere but the QP's destination is not its.
 pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
     let mut inner = qp.inner.lock();
-    let ours = inner.attr.av.grh.is_some_and(|g| g.dgid == *from);
-    if !ours || inner.state != QpState::Rts {
+    if !answers_to(&inner, from) {
         return false;
     }
     inner.answer = Some(answer);
     true
+}
+
+/// Whether an answer from `from` is one for the QP whose lock `inner` is:
+/// from its destination, while it sends.
+fn answers_to(inner: &QpInner, from: &Gid) -> bool {
+    let ours = inner.attr.av.grh.is_some_and(|g| g.dgid == *from);
+    ours && inner.state == QpState::Rts
+}
+
+/// Data an answer brings back.
+pub(crate) enum Returned<'a> {
+    /// A READ response packet's payload; the last one answers the READ.
+    Read { data: &'a [u8], last: bool },
+    /// An atomic's original value.
+    Atomic(u64),
+}
+
+/// Places `data`, of the answer with PSN `psn` from `from`, in the
+/// buffers of the head WQE of `qp` (an RC QP of `port`) whose READ or
+/// atomic is in flight. READ responses are placed in order, under the
+/// QP's lock (each is at most an MTU): one that is not next is dropped,
+/// and the READ is sent again when its wait runs out. The last of them
+/// answers the request. Returns `None` if the data was not taken, else
+/// whether the QP is to be run.
+pub(crate) fn returned(
+    port: &Net,
+    qp: &QpUse,
+    from: &Gid,
+    psn: Psn,
+    data: Returned<'_>,
+) -> Option<bool> {
+    let mut guard = qp.inner.lock();
+    let inner = &mut *guard;
+    if !answers_to(inner, from) {
+        return None;
+    }
+    let epoch = inner.sq_epoch;
+    let mtu = inner.attr.path_mtu.map_or(port.mtu(), |m| m.bytes());
+    let flight = inner.flight.as_mut().filter(|f| f.epoch == epoch)?;
+    let (wqe, sges) = inner.sq.front()?;
+    let (placed, last) = match (data, wqe.op) {
+        (Returned::Read { data, last }, SendOp::RdmaRead(_))
+            if psn == flight.expect && last == (psn == flight.last) =>
+        {
+            let skip = psn.since(flight.first).saturating_mul(mtu);
+            (write_sges(port.mrs(), sges, skip, data), last)
+        }
+        (Returned::Atomic(old), SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. })
+            if psn == flight.first =>
+        {
+            (write_sges(port.mrs(), sges, 0, &old.to_ne_bytes()), true)
+        }
+        _ => return None,
+    };
+    flight.expect = psn.next();
+    let outcome = match placed {
+        Err(_) => Outcome::Fault,
+        Ok(()) if last => Outcome::Aeth(Response::ACK_SYNDROME),
+        Ok(()) => {
+            // The responder is answering: the wait for the rest starts
+            // again.
+            if inner.retries.awaits_answer() && inner.attr.timeout != 0 {
+                qp.arm_retry(ack_timeout_us(inner.attr.timeout));
+            }
+            return Some(false);
+        }
+    };
+    inner.answer = Some(Answer {
+        psn: flight.last,
+        outcome,
+    });
+    Some(true)
 }
 
 /// The status of the requester's completion after it put a response's

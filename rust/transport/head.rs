@@ -125,7 +125,7 @@ fn leg(inner: &mut QpInner) -> Leg {
     match inner.answer.take() {
         Some(answer) if flight.takes(&answer) => {
             inner.retries.answered();
-            Leg::Answered(answer.syndrome)
+            Leg::Answered(answer.outcome)
         }
         // An answer to an earlier request, or one not asked for.
         _ if inner.retries.due() => Leg::Due,

@@ -128,8 +128,28 @@ pub(crate) struct Request<'a> {
     /// The PSNs it takes in its responder's sequence: one, or a READ's
     /// response packets on a wire that has packets.
     pub(crate) span: u32,
+    /// Which packets of its message it is.
+    pub(crate) piece: Piece,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
+}
+
+/// Which part of its message a request carries: all of it (the local
+/// wire; a message of one packet), or one packet of several, which carries
+/// `data` and, on the first, the message's headers. `len` is then the
+/// length the headers so far say: a WRITE's RETH, or the bytes of a SEND
+/// up to the end of this packet.
+#[derive(Clone, Copy)]
+pub(crate) struct Piece {
+    pub(crate) first: bool,
+    pub(crate) last: bool,
+}
+
+impl Piece {
+    pub(crate) const WHOLE: Self = Self {
+        first: true,
+        last: true,
+    };
 }
 
 /// NAK codes (IBA 9.7.5.2.6 and the RNR NAK).

@@ -9,14 +9,14 @@
 use super::{
     comp,
     head::Head,
-    packet::{Carried, Opcode, Request, Response, Source, ATOMIC_LEN},
+    packet::{Carried, Opcode, Piece, Request, Response, Source, ATOMIC_LEN},
     rules, Dest, Wire,
 };
 use crate::{
     complete::After,
     copy::{BadSge, Pace},
     fastreg,
-    flight::Leg,
+    flight::{Leg, Outcome},
     ib::{Access, SendOp, WcStatus},
     limits,
     net::Net,
@@ -42,8 +42,11 @@ pub(crate) fn send(
 ) -> bool {
     let fail = |status, after: &mut After| comp::finish(net, qp, head, status, 0, after);
     match head.leg {
-        Leg::Answered(syndrome) => {
-            let response = Response::of_syndrome(syndrome);
+        Leg::Answered(outcome) => {
+            let response = match outcome {
+                Outcome::Aeth(syndrome) => Response::of_syndrome(syndrome),
+                Outcome::Fault => Some(Response::Fault),
+            };
             return comp::answer(net, qp, head, head.len(), response, pace, after);
         }
         Leg::Waiting => return false,
@@ -126,6 +129,7 @@ pub(crate) fn send(
             None => head.mtu.unwrap_or_else(|| net.mtu()),
         },
         span: 1,
+        piece: Piece::WHOLE,
         data: head.data,
     };
     match wire.carry(net, target, &req, room, pace, after) {

@@ -8,6 +8,8 @@
 //! receive completions of concurrent senders in order); larger data moves
 //! with no lock held.
 
+mod parts;
+
 use super::{
     packet::{Nak, Opcode, Request, Response, ATOMIC_LEN},
     rules,
@@ -59,8 +61,17 @@ pub(crate) fn receive(
         datagram(port, dest, req, room, after);
         return None;
     }
+    if !req.piece.first {
+        return parts::go_on(port, dest, req, room, after);
+    }
     let mut d = dest.inner.lock();
-    let verdict = judge(port, dest, &mut d, req, room);
+    let verdict = match judge(port, dest, &mut d, req, room) {
+        Verdict::Execute(recv) if !req.piece.last => {
+            let recv = recv.map(|r| (r.wqe, r.sges.len()));
+            return parts::begin(port, dest, &mut d, req, recv, room, after);
+        }
+        verdict => verdict,
+    };
     if let Verdict::Execute(recv) = &verdict {
         if is_small(req) {
             return Some(execute_locked(

@@ -13,14 +13,14 @@ use crate::{
     copy::Pace,
     counters::Counter,
     fabric::Fabric,
-    flight::Answer,
+    flight::{Answer, Outcome},
     ib::{self, Address, Gid, GidType, Grh, Key, NetDev, QpNum, QpType, Remote, SendOp},
     net::{Link, Net},
     payload::Payload,
     psn::Psn,
     qp::{Ctx, Qpn},
     scratch,
-    transport::{self, Opcode, Request, Response, Source},
+    transport::{self, Opcode, Piece, Request, Response, Returned, Source},
 };
 
 /// The BTH opcodes taken: UD SEND only, and with immediate data.
@@ -152,6 +152,11 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
             take_datagram(port, datagram)
         }
         bth::ACKNOWLEDGE => take_ack(port, &ip, dest, psn, body),
+        bth::READ_RESPONSE_FIRST
+        | bth::READ_RESPONSE_MIDDLE
+        | bth::READ_RESPONSE_LAST
+        | bth::READ_RESPONSE_ONLY
+        | bth::ATOMIC_ACKNOWLEDGE => take_returned(port, &ip, dest, psn, opcode, body),
         _ => {
             let part = bth::request(opcode).ok_or(Dropped::Other)?;
             let packet = Packet {
@@ -190,19 +195,21 @@ fn remote(p: &[u8], at: usize) -> Result<Remote, Dropped> {
     })
 }
 
-/// Hands a request of one packet to its QP's responder and sends the
-/// answer back, as the local wire hands it a request and returns the
-/// answer.
+/// Hands a request packet to its QP's responder and sends the answer
+/// back, as the local wire hands it a request and returns the answer.
 fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     let (p, part) = (pkt.body, pkt.part);
-    // Messages of more than one packet are not taken yet: their
-    // requester is not answered, and gives up.
-    if !(part.first && part.last) {
-        return Err(Dropped::Other);
-    }
     let mut at = 0;
     let (op, reth_len) = match part.op {
         Opcode::Send | Opcode::SendImm | Opcode::SendInv => (SendOp::Send, None),
+        // Later packets of a WRITE go where its first one said.
+        Opcode::Write | Opcode::WriteImm if !part.first => (
+            SendOp::RdmaWrite(Remote {
+                addr: 0,
+                rkey: Key::new(0),
+            }),
+            None,
+        ),
         Opcode::Write | Opcode::WriteImm | Opcode::Read => {
             let r = remote(p, 0)?;
             let len = u32::from_be_bytes(field(p, 12)?);
@@ -250,10 +257,12 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     };
     let data = p.get(at..).ok_or(Dropped::Other)?;
     let carried = u32::try_from(data.len()).map_err(|_| Dropped::Other)?;
-    // A READ or an atomic carries no payload; a WRITE all it says.
+    // A READ or an atomic carries no payload; a WRITE of one packet all
+    // it says, the first of several less.
     let len = match (part.op, reth_len) {
         (Opcode::Read | Opcode::CompareSwap | Opcode::FetchAdd, Some(len)) if carried == 0 => len,
-        (Opcode::Write | Opcode::WriteImm, Some(len)) if len == carried => len,
+        (Opcode::Write | Opcode::WriteImm, Some(len)) if part.last && len == carried => len,
+        (Opcode::Write | Opcode::WriteImm, Some(len)) if !part.last && len > carried => len,
         (_, None) => carried,
         _ => return Err(Dropped::Other),
     };
@@ -293,6 +302,10 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
         len,
         mtu,
         span,
+        piece: Piece {
+            first: part.first,
+            last: part.last,
+        },
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
@@ -342,10 +355,56 @@ fn take_ack(port: &Net, ip: &IpHeader, dest: Qpn, psn: Psn, body: &[u8]) -> Resu
         return Err(Dropped::Other);
     }
     let qp = port.qp(dest).ok_or(Dropped::Other)?;
-    if qp.qp_type != QpType::Rc || !transport::answered(&qp, &ip.sgid, Answer { psn, syndrome }) {
+    let answer = Answer {
+        psn,
+        outcome: Outcome::Aeth(syndrome),
+    };
+    if qp.qp_type != QpType::Rc || !transport::answered(&qp, &ip.sgid, answer) {
         return Err(Dropped::Other);
     }
     qp.run(Ctx::caller(false));
+    Ok(())
+}
+
+/// A READ response or atomic acknowledgement, `body` from its AETH (none
+/// on a middle READ response) on: data for the READ or atomic of QP
+/// `dest` of `port` in flight.
+fn take_returned(
+    port: &Net,
+    ip: &IpHeader,
+    dest: Qpn,
+    psn: Psn,
+    opcode: u8,
+    body: &[u8],
+) -> Result<(), Dropped> {
+    let at = if opcode == bth::READ_RESPONSE_MIDDLE {
+        0
+    } else {
+        // The AETH of data is an ACK's.
+        let [syndrome] = field(body, 0)?;
+        if syndrome >> 5 != 0 {
+            return Err(Dropped::Other);
+        }
+        frame::AETH
+    };
+    let data = match opcode {
+        bth::ATOMIC_ACKNOWLEDGE if body.len() == at + 8 => {
+            Returned::Atomic(u64::from_be_bytes(field(body, at)?))
+        }
+        bth::ATOMIC_ACKNOWLEDGE => return Err(Dropped::Other),
+        _ => Returned::Read {
+            data: body.get(at..).ok_or(Dropped::Other)?,
+            last: matches!(opcode, bth::READ_RESPONSE_LAST | bth::READ_RESPONSE_ONLY),
+        },
+    };
+    let qp = port.qp(dest).ok_or(Dropped::Other)?;
+    if qp.qp_type != QpType::Rc {
+        return Err(Dropped::Other);
+    }
+    let answered = transport::returned(port, &qp, &ip.sgid, psn, data).ok_or(Dropped::Other)?;
+    if answered {
+        qp.run(Ctx::caller(false));
+    }
     Ok(())
 }
 
@@ -417,6 +476,7 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
         len,
         mtu: port.mtu(),
         span: 1,
+        piece: Piece::WHOLE,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;

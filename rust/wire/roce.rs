@@ -2,9 +2,9 @@
 
 //! The RoCEv2 wire: a request for a port of another host leaves through
 //! the sending port's netdev as RoCEv2 packets ([`super::frame`]):
-//! datagrams (UD, and QP1's MADs), and the SENDs and WRITEs of connected
-//! QPs cut into packets of the path MTU. Their answers come back through
-//! [`super::receive`].
+//! datagrams (UD, and QP1's MADs), and the requests of connected QPs:
+//! SENDs and WRITEs cut into packets of the path MTU, READs, atomics.
+//! Their answers come back through [`super::receive`].
 
 use super::{
     bth,
@@ -14,11 +14,11 @@ use crate::{
     complete::After,
     copy::Pace,
     counters::Counter,
-    ib::{Address, SendOp},
+    ib::{Address, Remote, SendOp},
     net::{Link, Net},
     psn::Psn,
     scratch::Buf,
-    transport::{Carried, Dest, Request, Wire},
+    transport::{Carried, Dest, Opcode, Request, Wire},
     wq::SgeCopy,
 };
 use kernel::prelude::*;
@@ -39,18 +39,22 @@ impl Wire for Roce {
         let Dest::Address(av) = to else {
             return Carried::Lost;
         };
-        // READ responses and atomic acknowledgements are not taken off
-        // the wire yet: such a request is not sent (an atomic sent again
-        // would be executed again), and its requester's retries run out.
-        if !matches!(from.link, Link::Roce) || !from.is_up() || req.opcode.answers_with_data() {
+        if !matches!(from.link, Link::Roce) || !from.is_up() {
             return Carried::Lost;
         }
         let mtu = req.mtu.max(frame::MIN_MTU);
         let packets = req.len.div_ceil(mtu).max(1);
-        for index in 0..packets {
+        // A READ or an atomic is one packet; a READ's response takes a PSN
+        // for each of its packets.
+        let (sent, packets) = match req.opcode {
+            Opcode::Read => (1, packets),
+            Opcode::CompareSwap | Opcode::FetchAdd => (1, 1),
+            _ => (packets, packets),
+        };
+        for index in 0..sent {
             let piece = Piece {
                 first: index == 0,
-                last: index + 1 == packets,
+                last: index + 1 == sent,
                 skip: index * mtu,
                 psn: req.psn.add(index),
             };
@@ -74,7 +78,8 @@ struct Piece {
 }
 
 /// The extension headers of `part` of `req` (IBA 9.3): DETH, RETH on the
-/// first packet of a WRITE, immediate data or IETH on the last.
+/// first packet of a WRITE and on a READ, AtomicETH, immediate data or
+/// IETH on the last.
 fn ext_headers(req: &Request<'_>, part: &Piece) -> Ext {
     let mut ext = Ext::default();
     if let Some((_, qkey)) = req.datagram {
@@ -82,10 +87,30 @@ fn ext_headers(req: &Request<'_>, part: &Piece) -> Ext {
         ext.put(&[0]);
         ext.put(&be24(req.src.qpn.num().get()));
     }
-    if let (SendOp::RdmaWrite(remote), true) = (req.op, part.first) {
-        ext.put(&remote.addr.to_be_bytes());
-        ext.put(&remote.rkey.get().to_be_bytes());
-        ext.put(&req.len.to_be_bytes());
+    let remote = |ext: &mut Ext, r: Remote| {
+        ext.put(&r.addr.to_be_bytes());
+        ext.put(&r.rkey.get().to_be_bytes());
+    };
+    match req.op {
+        SendOp::RdmaWrite(r) | SendOp::RdmaRead(r) if part.first => {
+            remote(&mut ext, r);
+            ext.put(&req.len.to_be_bytes());
+        }
+        SendOp::CompareSwap {
+            remote: r,
+            compare,
+            swap,
+        } => {
+            remote(&mut ext, r);
+            ext.put(&swap.to_be_bytes());
+            ext.put(&compare.to_be_bytes());
+        }
+        SendOp::FetchAdd { remote: r, add } => {
+            remote(&mut ext, r);
+            ext.put(&add.to_be_bytes());
+            ext.put(&0u64.to_be_bytes());
+        }
+        _ => {}
     }
     if part.last {
         if let Some(imm) = req.imm {
@@ -115,7 +140,11 @@ fn send_packet(from: &Net, av: &Address, req: &Request<'_>, part: &Piece, mtu: u
         ext: &ext,
         data: req.data,
         skip: part.skip,
-        len: req.len.saturating_sub(part.skip).min(mtu),
+        len: if req.opcode.answers_with_data() {
+            0
+        } else {
+            req.len.saturating_sub(part.skip).min(mtu)
+        },
     };
     frame::send(from, route, &frame);
     Ok(())

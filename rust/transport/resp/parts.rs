@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Messages of more than one packet at the responder (from a wire with
+//! packets, cut at the path MTU). The first packet is judged as a whole
+//! request is, and a SEND's takes the receive; each later packet must
+//! come next in PSN order, belong to the same message and fit, and its
+//! data goes where the one before left off; the last completes the
+//! receive (a WRITE with immediate data takes it then). Each packet is at
+//! most an MTU and is placed under the responder's lock.
+
+use super::{complete_locked, is_from_peer, receive_at, recv_wc, Recv};
+use crate::{
+    complete::After,
+    copy::Pace,
+    ib::{QpState, SendOp, Wc, WcOpcode, WcStatus},
+    inbound::{Inbound, Target},
+    mr::MrKey,
+    net::Net,
+    psn::Sequence,
+    qp::{QpInner, QpUse},
+    scratch::Buf,
+    transport::{
+        packet::{Nak, Opcode, Request, Response},
+        rules,
+    },
+    wq::{SgeCopy, Wqe},
+};
+
+/// How a packet's data moves: under the lock, in one piece.
+const UNDER_LOCK: Pace<'static> = Pace {
+    may_sleep: false,
+    stop: &|| false,
+};
+
+/// Why a packet's data cannot be placed.
+enum Misfit {
+    /// Beyond what the receive or the WRITE's RETH holds.
+    Length,
+    /// An MR went meanwhile.
+    Memory,
+}
+
+/// Places the data of `req`, the next packet of `inbound`, and returns
+/// where the message's data now ends.
+fn place(port: &Net, inbound: &Inbound, req: &Request<'_>) -> Result<u32, Misfit> {
+    let len = u32::try_from(req.data.len()).map_err(|_| Misfit::Length)?;
+    let end = inbound.offset.checked_add(len).ok_or(Misfit::Length)?;
+    let moved = match &inbound.target {
+        Target::Recv { sges, n, room, .. } if u64::from(end) <= *room => {
+            req.data
+                .copy_to(port.mrs(), sges.first(*n), inbound.offset, &UNDER_LOCK)
+        }
+        Target::Write { remote, len } if end <= *len => {
+            let dst = [SgeCopy::remote(*remote, *len)];
+            req.data
+                .copy_to(port.mrs(), &dst, inbound.offset, &UNDER_LOCK)
+        }
+        _ => return Err(Misfit::Length),
+    };
+    moved.map(|()| end).map_err(|_| Misfit::Memory)
+}
+
+/// Starts the message whose first packet `req` was accepted at `dest`
+/// (whose lock `d` is), with the receive it took (`recv`, its SGEs in
+/// `room`): places its data and keeps what the later packets need.
+pub(super) fn begin(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    recv: Option<(Wqe, usize)>,
+    room: &mut Buf<SgeCopy>,
+    after: &mut After,
+) -> Option<Response> {
+    // A message before it that never ended (UC lost its last packet).
+    abandon(port, dest, d, after);
+    let target = match (req.op, recv) {
+        (SendOp::Send, Some((wqe, n))) => Target::Recv {
+            wqe,
+            room: room.first(n).iter().map(|s| u64::from(s.length)).sum(),
+            sges: room.take(),
+            n,
+        },
+        (SendOp::RdmaWrite(remote), None) => Target::Write {
+            remote,
+            len: req.len,
+        },
+        _ => return None,
+    };
+    let mut inbound = Inbound { target, offset: 0 };
+    if !fits_mtu(req) {
+        return refuse(port, dest, d, req, inbound, Misfit::Length, after);
+    }
+    match place(port, &inbound, req) {
+        Ok(end) => {
+            inbound.offset = end;
+            d.inbound = Some(inbound);
+            Some(Response::Ack)
+        }
+        Err(misfit) => refuse(port, dest, d, req, inbound, misfit, after),
+    }
+}
+
+/// Whether `req`, a packet of a message of several, is as long as it must
+/// be: all but the last are a path MTU.
+fn fits_mtu(req: &Request<'_>) -> bool {
+    req.piece.last || req.data.len() == u64::from(req.mtu)
+}
+
+/// Takes `req`, a middle or last packet of a message, at `dest`.
+pub(super) fn go_on(
+    port: &Net,
+    dest: &QpUse,
+    req: &Request<'_>,
+    room: &mut Buf<SgeCopy>,
+    after: &mut After,
+) -> Option<Response> {
+    let uc = !rules::acknowledged(dest.qp_type);
+    let mut d = dest.inner.lock();
+    if d.attr.dest_qpn != req.src.qpn.num()
+        || !matches!(d.state, QpState::Rtr | QpState::Rts)
+        || !is_from_peer(&d, req)
+    {
+        return None;
+    }
+    match req.psn.against(d.resp_psn) {
+        Sequence::Expected => {}
+        // UC: a packet was lost, and with it the message.
+        _ if uc => {
+            abandon(port, dest, &mut d, after);
+            return None;
+        }
+        Sequence::Ahead => return Some(Response::Nak(Nak::Sequence)),
+        Sequence::Duplicate => return Some(Response::Ack),
+    }
+    let same = matches!(
+        (d.inbound.as_ref().map(|i| &i.target), req.op),
+        (Some(Target::Recv { .. }), SendOp::Send)
+            | (Some(Target::Write { .. }), SendOp::RdmaWrite(_))
+    );
+    let inbound = match d.inbound.take() {
+        Some(inbound) if same => inbound,
+        // Out of order: no first packet, or another message's.
+        other => {
+            d.inbound = other;
+            abandon(port, dest, &mut d, after);
+            return (!uc).then_some(Response::Nak(Nak::InvalidRequest));
+        }
+    };
+    if !fits_mtu(req) {
+        return refuse(port, dest, &mut d, req, inbound, Misfit::Length, after);
+    }
+    if req.piece.last {
+        return end(port, dest, &mut d, req, inbound, room, after);
+    }
+    match place(port, &inbound, req) {
+        Ok(end) => {
+            d.resp_psn = req.psn.next();
+            d.inbound = Some(Inbound {
+                offset: end,
+                ..inbound
+            });
+            Some(Response::Ack)
+        }
+        Err(misfit) => refuse(port, dest, &mut d, req, inbound, misfit, after),
+    }
+}
+
+/// Ends the message `inbound` at `dest` (whose lock `d` is) with its last
+/// packet `req`: a WRITE with immediate data takes its receive now, a
+/// SEND_WITH_INV invalidates its key, and the receive completes.
+fn end(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    inbound: Inbound,
+    room: &mut Buf<SgeCopy>,
+    after: &mut After,
+) -> Option<Response> {
+    if req.opcode == Opcode::WriteImm {
+        // The receive is completed, not written: its SGEs need not fit.
+        let (recv, ()) = receive_at(dest, d, room, |front| (front.is_some(), ()));
+        let Some(Recv { wqe, sges }) = recv else {
+            // Tried again from the first packet, after the RNR timer.
+            let timer = d.attr.min_rnr_timer;
+            d.inbound = Some(inbound);
+            return Some(Response::Nak(Nak::Rnr(timer)));
+        };
+        let n = sges.len();
+        return finish(port, dest, d, req, inbound, Some((wqe, room, n)), after);
+    }
+    finish(port, dest, d, req, inbound, None, after)
+}
+
+/// Places the last packet `req` of `inbound` and completes the message:
+/// its receive (the SEND's, or `imm_recv` of a WRITE with immediate
+/// data) completes with the message's length.
+fn finish(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    inbound: Inbound,
+    imm_recv: Option<(Wqe, &mut Buf<SgeCopy>, usize)>,
+    after: &mut After,
+) -> Option<Response> {
+    let end = match place(port, &inbound, req) {
+        Ok(end) => end,
+        Err(misfit) => return refuse(port, dest, d, req, inbound, misfit, after),
+    };
+    if let Target::Write { len, .. } = inbound.target {
+        if end != len {
+            return refuse(port, dest, d, req, inbound, Misfit::Length, after);
+        }
+    }
+    d.resp_psn = req.psn.next();
+    // SEND_WITH_INV: the key names a fast-registration MR of the responder.
+    if let Some(key) = req.invalidate {
+        if port.mrs().invalidate(dest.pd, MrKey::of(key)).is_err() {
+            fail_recv(
+                port,
+                dest,
+                d,
+                req,
+                inbound,
+                WcStatus::RemoteInvalidRequest,
+                after,
+            );
+            return Some(Response::Nak(Nak::RemoteOperation));
+        }
+    }
+    port.counters
+        .executed(req.opcode.counter(), req.opcode.consumes_recv(), end);
+    let recv = match (&inbound.target, imm_recv) {
+        (Target::Recv { wqe, sges, n, .. }, _) => Some(Recv {
+            wqe: *wqe,
+            sges: sges.first(*n),
+        }),
+        (Target::Write { .. }, Some((wqe, room, n))) => Some(Recv {
+            wqe,
+            sges: room.first(n),
+        }),
+        (Target::Write { .. }, None) => None,
+    };
+    if let Some(recv) = recv {
+        let wc = recv_wc(dest, &recv, req, WcStatus::Success, end);
+        complete_locked(port, dest, d, wc, req.solicited, after);
+    }
+    Some(Response::Ack)
+}
+
+/// Refuses `req`, a packet of `inbound` whose data does not fit or could
+/// not be placed: its receive completes in error and RC's requester is
+/// told, as for a message of one packet.
+fn refuse(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    inbound: Inbound,
+    misfit: Misfit,
+    after: &mut After,
+) -> Option<Response> {
+    let (nak, status) = match (misfit, &inbound.target) {
+        (Misfit::Length, _) => (Nak::InvalidRequest, WcStatus::LocalLength),
+        (Misfit::Memory, Target::Recv { .. }) => (Nak::RemoteOperation, WcStatus::LocalProtection),
+        (Misfit::Memory, Target::Write { .. }) => (Nak::RemoteAccess, WcStatus::LocalProtection),
+    };
+    d.resp_psn = req.psn.next();
+    fail_recv(port, dest, d, req, inbound, status, after);
+    rules::acknowledged(dest.qp_type).then_some(Response::Nak(nak))
+}
+
+/// Completes the receive `inbound` holds, if any, with `status`.
+fn fail_recv(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    inbound: Inbound,
+    status: WcStatus,
+    after: &mut After,
+) {
+    if let Target::Recv { wqe, sges, n, .. } = &inbound.target {
+        let recv = Recv {
+            wqe: *wqe,
+            sges: sges.first(*n),
+        };
+        let wc = recv_wc(dest, &recv, req, status, 0);
+        complete_locked(port, dest, d, wc, false, after);
+    }
+}
+
+/// Ends a message at `dest` (whose lock `d` is) whose last packet will
+/// not come: its receive completes in error, as rxe completes a UC
+/// message that lost a packet when the QP has an SRQ.
+fn abandon(port: &Net, dest: &QpUse, d: &mut QpInner, after: &mut After) {
+    let Some(Inbound {
+        target: Target::Recv { wqe, .. },
+        ..
+    }) = d.inbound.take()
+    else {
+        return;
+    };
+    let wc = Wc {
+        wr_id: wqe.wr_id,
+        qp: dest.id(),
+        status: WcStatus::RemoteInvalidRequest,
+        opcode: WcOpcode::Recv,
+        ..Wc::EMPTY
+    };
+    complete_locked(port, dest, d, wc, false, after);
+}
