@@ -83,6 +83,10 @@ cm_listening() {
 tcp_listening() {
 	grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp /proc/net/tcp6
 }
+# an rdma_cm server in namespace $ns
+ns_cm_listening() {
+	ip netns exec "$ns" rdma res show cm_id 2>/dev/null | grep -q "state LISTEN .*src-addr [^ ]*:$1 "
+}
 # a TCP server in namespace $ns
 ns_tcp_listening() {
 	ip netns exec "$ns" grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp /proc/net/tcp6

@@ -198,6 +198,18 @@ atomics=$(($(counter rsoft_w1 atomics) - atomics0))
 check "rsoft_w1 executed rxe_w0's $reads READs and $atomics atomics (at least $n each)" \
 	test $reads -ge $n -a $atomics -ge $n
 
+# rdma_cm over RC between rsoft and rxe, each as the server: rping's
+# SENDs, the server's READ of the client's buffer and WRITE back, with
+# every round trip's data checked (-V).
+rping_data_100() { rping_data "$1" 100; }
+port=7740
+srv=(rping -s -a $ip0 -p $port -C 100)
+cli=(rping -c -a $ip0 -p $port -C 100 -v -V)
+ns_pair "rping -C 100 -v -V (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rping_data_100
+srv=(ip netns exec $ns rping -s -a $ip1 -p $port -C 100)
+cli=(rping -c -a $ip1 -p $port -C 100 -v -V)
+pair "rping -C 100 -v -V (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rping_data_100
+
 # --- e. a packet fuzzer (selftests/wire/pktfuzz.c) from raw sockets here
 # at rsoft_w1, one sender per CPU: valid UD SENDs, the same with one thing
 # wrong, and random bytes, to QP1 (with the GSI Q_Key most of the time:
