@@ -51,6 +51,15 @@ pub(crate) struct Pace<'a> {
     pub(crate) stop: &'a dyn Fn() -> bool,
 }
 
+impl Pace<'static> {
+    /// A copy of at most a packet (an MTU), under a lock or in softirq:
+    /// one chunk, no sleeping, nothing to stop for.
+    pub(crate) const ONE_PACKET: Self = Self {
+        may_sleep: false,
+        stop: &|| false,
+    };
+}
+
 impl Pace<'_> {
     fn between_chunks(&self) -> Result {
         if self.may_sleep {

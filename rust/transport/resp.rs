@@ -568,11 +568,8 @@ fn datagram(
         return;
     };
     let status = if checked == WcStatus::Success {
-        // At most an MTU: no chunking, no sleeping under the lock.
-        let pace = Pace {
-            may_sleep: false,
-            stop: &|| false,
-        };
+        // At most an MTU, under the lock.
+        let pace = Pace::ONE_PACKET;
         let rsges = recv.sges;
         let mrs = port.mrs();
         let moved = match (&d.address.grh, req.src.port) {

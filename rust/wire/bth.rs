@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The BTH opcodes of the requests of connected QPs (IBA 9.2): a message
-//! of more than one packet has a first, middle and last packet, and each
-//! opcode names the extension headers its packet carries.
+//! The BTH opcodes (IBA 9.2) rsoft sends and takes: UD SENDs, and the
+//! requests of connected QPs and their answers. A message of more than
+//! one packet has a first, middle and last packet, and each opcode names
+//! the extension headers its packet carries.
 
 use crate::transport::Opcode;
 
@@ -10,6 +11,10 @@ use crate::transport::Opcode;
 pub(super) const TRANSPORT: u8 = 0xe0;
 pub(super) const RC: u8 = 0x00;
 pub(super) const UC: u8 = 0x20;
+/// The one datagram request: a UD SEND (of one packet), without and
+/// with immediate data.
+pub(super) const UD_SEND_ONLY: u8 = 0x64;
+pub(super) const UD_SEND_ONLY_IMM: u8 = 0x65;
 /// The answers of an RC responder.
 pub(super) const READ_RESPONSE_FIRST: u8 = 0x0d;
 pub(super) const READ_RESPONSE_MIDDLE: u8 = 0x0e;

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Packets from other hosts: what reaches port 4791 of a RoCE port's
-//! namespace on its netdev is checked (ICRC, headers, destination address)
-//! and handed to the responder of its QP, as the local wire hands it a
-//! request, over IPv4 or IPv6. So far the packets the RoCEv2 wire sends: UD SEND only, with or
-//! without immediate data (datagrams and QP1's MADs). Anything else is
-//! dropped and counted.
+//! namespace on its netdev is checked (ICRC, headers, destination address),
+//! over IPv4 or IPv6. A request (a UD SEND, or an RC or UC request
+//! packet) goes to the responder of its QP, as the local wire hands it
+//! one, and an RC responder's answer goes back; an answer (ACK, NAK, READ
+//! response, atomic acknowledgement) goes to the completer of the QP whose
+//! request is in flight. Anything else is dropped and counted.
 
 use super::{answer, bth, frame, icrc};
 use crate::{
@@ -23,9 +24,6 @@ use crate::{
     transport::{self, Opcode, Piece, Request, Response, Returned, Source},
 };
 
-/// The BTH opcodes taken: UD SEND only, and with immediate data.
-const UD_SEND_ONLY: u8 = 0x64;
-const UD_SEND_ONLY_IMM: u8 = 0x65;
 /// The low 15 bits of a P_Key: only the default partition is served.
 const PKEY_BASE: u16 = 0x7fff;
 
@@ -140,12 +138,12 @@ fn take(port: &Net, p: &[u8]) -> Result<(), Dropped> {
     let end = p.len().checked_sub(icrc::LEN + pad).ok_or(Dropped::Other)?;
     let body = p.get(headers..end).ok_or(Dropped::Other)?;
     match opcode {
-        UD_SEND_ONLY | UD_SEND_ONLY_IMM => {
+        bth::UD_SEND_ONLY | bth::UD_SEND_ONLY_IMM => {
             let datagram = Datagram {
                 ip: &ip,
                 dest,
                 psn,
-                imm: opcode == UD_SEND_ONLY_IMM,
+                imm: opcode == bth::UD_SEND_ONLY_IMM,
                 solicited: flags & 0x80 != 0,
                 body,
             };
@@ -310,7 +308,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
     let mut after = After::default();
-    let response = transport::receive(port, &qp, &req, &mut room, &IN_SOFTIRQ, &mut after);
+    let response = transport::receive(port, &qp, &req, &mut room, &Pace::ONE_PACKET, &mut after);
     if let Some(other) = after.finish() {
         other.run(Ctx::caller(false));
     }
@@ -328,13 +326,6 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     }
     Ok(())
 }
-
-/// How a packet's data moves: at most an MTU, in softirq, with nothing
-/// to stop for.
-const IN_SOFTIRQ: Pace<'static> = Pace {
-    may_sleep: false,
-    stop: &|| false,
-};
 
 /// A UD SEND, from its DETH on.
 struct Datagram<'a> {
@@ -455,8 +446,8 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
         remote_qkey: qkey,
     };
     let (opcode, bth) = match imm {
-        Some(_) => (Opcode::SendImm, UD_SEND_ONLY_IMM),
-        None => (Opcode::Send, UD_SEND_ONLY),
+        Some(_) => (Opcode::SendImm, bth::UD_SEND_ONLY_IMM),
+        None => (Opcode::Send, bth::UD_SEND_ONLY),
     };
     let req = Request {
         psn: d.psn,
@@ -481,7 +472,7 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
     let mut after = After::default();
-    transport::receive(port, &qp, &req, &mut room, &IN_SOFTIRQ, &mut after);
+    transport::receive(port, &qp, &req, &mut room, &Pace::ONE_PACKET, &mut after);
     if let Some(other) = after.finish() {
         other.run(Ctx::caller(false));
     }

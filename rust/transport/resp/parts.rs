@@ -26,12 +26,6 @@ use crate::{
     wq::{SgeCopy, Wqe},
 };
 
-/// How a packet's data moves: under the lock, in one piece.
-const UNDER_LOCK: Pace<'static> = Pace {
-    may_sleep: false,
-    stop: &|| false,
-};
-
 /// Why a packet's data cannot be placed.
 enum Misfit {
     /// Beyond what the receive or the WRITE's RETH holds.
@@ -46,14 +40,16 @@ fn place(port: &Net, inbound: &Inbound, req: &Request<'_>) -> Result<u32, Misfit
     let len = u32::try_from(req.data.len()).map_err(|_| Misfit::Length)?;
     let end = inbound.offset.checked_add(len).ok_or(Misfit::Length)?;
     let moved = match &inbound.target {
-        Target::Recv { sges, n, room, .. } if u64::from(end) <= *room => {
-            req.data
-                .copy_to(port.mrs(), sges.first(*n), inbound.offset, &UNDER_LOCK)
-        }
+        Target::Recv { sges, n, room, .. } if u64::from(end) <= *room => req.data.copy_to(
+            port.mrs(),
+            sges.first(*n),
+            inbound.offset,
+            &Pace::ONE_PACKET,
+        ),
         Target::Write { remote, len } if end <= *len => {
             let dst = [SgeCopy::remote(*remote, *len)];
             req.data
-                .copy_to(port.mrs(), &dst, inbound.offset, &UNDER_LOCK)
+                .copy_to(port.mrs(), &dst, inbound.offset, &Pace::ONE_PACKET)
         }
         _ => return Err(Misfit::Length),
     };
