@@ -214,6 +214,11 @@ unsigned int rsoft_netdev_mtu(const struct net_device *ndev)
 	return READ_ONCE(ndev->mtu);
 }
 
+unsigned long rsoft_netdev_net(const struct net_device *ndev)
+{
+	return (unsigned long)dev_net(ndev);
+}
+
 void rsoft_netdev_hold(struct net_device *ndev)
 {
 	dev_hold(ndev);

@@ -67,6 +67,7 @@ struct notifier_block;
 /* netif_running(), netif_carrier_ok() and dev_put() are static inlines. */
 bool rsoft_netdev_up(const struct net_device *ndev);
 unsigned int rsoft_netdev_mtu(const struct net_device *ndev);
+unsigned long rsoft_netdev_net(const struct net_device *ndev);
 void rsoft_netdev_hold(struct net_device *ndev);
 void rsoft_netdev_put(struct net_device *ndev);
 /* The EUI-64 of the netdev's MAC (addrconf_addr_eui48() is static inline). */

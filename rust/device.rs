@@ -138,6 +138,7 @@ impl ib::LinkOps for Rsoft {
             })
             .ok();
         let bound = Bound {
+            namespace: netdev.namespace(),
             netdev: held,
             _listener: listener,
         };

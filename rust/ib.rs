@@ -58,7 +58,7 @@ pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
 pub(crate) use memory::{Memory, PageList};
 pub(crate) use mr::{MrOps, MrRereg};
-pub(crate) use netdev::{EthLink, NetDev, NetDevRef};
+pub(crate) use netdev::{EthLink, Namespace, NetDev, NetDevRef};
 pub(crate) use params::{param_devices, param_provider};
 pub(crate) use percpu::PerCpuCounters;
 pub(crate) use qp::{

@@ -17,7 +17,7 @@
 use crate::{
     counters::Counters,
     fabric::{self, Fabric},
-    ib::{Address, Gid, GidType, IrqSpinLock, Listener, Mtu, NetDev, NetDevRef},
+    ib::{Address, Gid, GidType, IrqSpinLock, Listener, Mtu, Namespace, NetDev, NetDevRef},
     limits,
     mr::Mrs,
     new_irq_spinlock,
@@ -70,6 +70,8 @@ pub(crate) struct Net {
 /// it).
 pub(crate) struct Bound {
     pub(crate) netdev: NetDevRef,
+    /// The netdev's namespace: the host the port is on.
+    pub(crate) namespace: Namespace,
     /// Kept, not read: dropping it stops listening.
     pub(crate) _listener: Option<Listener>,
 }
@@ -160,6 +162,11 @@ impl Net {
         self.netdev.lock().as_ref().map(|b| b.netdev.clone())
     }
 
+    /// The namespace of the port's netdev, if it still has one.
+    fn namespace(&self) -> Option<Namespace> {
+        self.netdev.lock().as_ref().map(|b| b.namespace)
+    }
+
     /// Lets go of the port's netdev, whose unregistration waits for that,
     /// and stops listening there. Sleeps.
     pub(crate) fn unbind(&self) {
@@ -229,7 +236,9 @@ impl Net {
     /// Calls `f` on the local port that `av` names, as seen from this
     /// port: the one place where a request finds its responder's port. An
     /// InfiniBand port reaches itself by its LID; a RoCE port reaches the
-    /// port that answers the GID.
+    /// port that answers the GID in its own network namespace. Two
+    /// namespaces are two hosts, so a port in another one is reached over
+    /// the RoCEv2 wire, as a container's would be.
     pub(crate) fn with_port<R>(&self, av: &Address, f: impl FnOnce(&Net) -> R) -> Option<R> {
         match self.link {
             Link::Ib { lid, .. } => (av.dlid == lid).then(|| f(self)),
@@ -238,7 +247,9 @@ impl Net {
                 if !self.is_up() {
                     return None;
                 }
-                Some(f(&*self.fabric.port_of(&dgid)?))
+                let port = self.fabric.port_of(&dgid)?;
+                let here = self.namespace()?;
+                (port.namespace()? == here).then(|| f(&port))
             }
         }
     }

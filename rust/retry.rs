@@ -95,6 +95,13 @@ impl Retries {
         self.expired = false;
     }
 
+    /// The responder answered part of the request: the local ACK
+    /// timeouts spent so far are forgiven, as a resent READ goes on from
+    /// where its response stopped.
+    pub(crate) fn progressed(&mut self) {
+        self.timeouts = 0;
+    }
+
     /// Whether a wait was served to its end: the head request is to be
     /// tried again.
     pub(crate) fn due(&self) -> bool {

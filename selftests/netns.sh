@@ -2,10 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 # netns.sh: two rsoft RoCE links in two network namespaces joined by a veth
 # pair, as two hosts (or containers) are: rsoft_v0 on v0 here, rsoft_v1 on
-# v1 in namespace rsoft_ns. The stock pingpongs use the RoCE v2 GIDs of the
-# IPv4 addresses, whose MACs the core resolves over the veth; the rdma_cm
-# users resolve those addresses themselves, the server here and the client
-# there. Needs rsoft.ko loaded and no link yet; leaves none.
+# v1 in namespace rsoft_ns. Two namespaces are two hosts to rsoft, so
+# everything between them crosses the veth as RoCEv2 packets. The stock
+# pingpongs use the RoCE v2 GIDs of the IPv4 addresses, whose MACs the core
+# resolves over the veth; the rdma_cm users resolve those addresses
+# themselves, the server here and the client there. Needs rsoft.ko loaded
+# and no link yet; leaves none.
 set -u
 T=120
 ns=rsoft_ns
@@ -76,19 +78,23 @@ cli=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -d rsoft_v1 -I 100 -S 409
 ns_pair "fi_pingpong -p verbs -e msg -c ($ns -> here)" tcp $port fi_row
 port=$((port + 1))
 
-# Each device executed what the other sent: the traffic crossed devices.
+# Each device executed what the other sent, and it all crossed the veth:
+# each took thousands of packets off it.
 counter() { # LINK NAME
 	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
 }
 crossed() {
 	(($(counter rsoft_v0 rdma_writes) >= 100 && $(counter rsoft_v0 rdma_reads) >= 100 &&
 		$(counter rsoft_v0 atomics) >= 100 && $(counter rsoft_v0 receives) > 0 &&
-		$(counter rsoft_v1 receives) > 0))
+		$(counter rsoft_v1 receives) > 0 &&
+		$(counter rsoft_v0 wire_received_packets) > 10000 &&
+		$(counter rsoft_v1 wire_received_packets) > 10000 &&
+		$(counter rsoft_v1 wire_sent_packets) > 10000))
 }
 if crossed; then
-	pass "rdma statistic: each device took the other's requests"
+	pass "rdma statistic: each device took the other's requests, as RoCEv2 packets"
 else
-	fail "rdma statistic: each device took the other's requests"
+	fail "rdma statistic: each device took the other's requests, as RoCEv2 packets"
 	rdma statistic show link rsoft_v0/1 | sed 's/^/# /'
 	rdma statistic show link rsoft_v1/1 | sed 's/^/# /'
 fi

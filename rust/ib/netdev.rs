@@ -44,12 +44,26 @@ impl NetDev {
         }
     }
 
+    /// The network namespace the netdev is in now.
+    pub(crate) fn namespace(&self) -> Namespace {
+        // SAFETY: `self` is a valid netdev; a registered netdev is always
+        // in a namespace.
+        Namespace(unsafe { bindings::rsoft_netdev_net(self.as_ptr()) })
+    }
+
     /// The EUI-64 made from the netdev's MAC address (zero without one).
     pub(crate) fn eui64(&self) -> u64 {
         // SAFETY: `self` is a valid netdev.
         unsafe { bindings::rsoft_netdev_eui64(self.as_ptr()) }
     }
 }
+
+/// Names a network namespace, to tell whether two netdevs are in one:
+/// compared, never dereferenced. A netdev that changes namespace is
+/// unregistered from the old one first, so the name stays right for as
+/// long as the netdev it came from is held and registered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Namespace(usize);
 
 /// A counted reference to a netdev: it stays allocated while held, so it
 /// must be let go of when the netdev is unregistered, which waits for it.

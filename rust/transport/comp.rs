@@ -64,10 +64,42 @@ pub(crate) fn answer(
     finish(net, qp, head, status, len, after)
 }
 
+/// The head WQE of `qp` (copied as `head`) is about to leave on a wire
+/// whose answers come later, its packets taking `psns` PSNs. They are
+/// noted before the first leaves: an answer can come back before the
+/// sending returns (from another namespace of this host, in the softirq
+/// that the sending runs).
+pub(super) fn launch(qp: &QpUse, head: &Head<'_>, psns: u32) {
+    let mut inner = qp.inner.lock();
+    if !head.is_queued(&inner) {
+        return;
+    }
+    let epoch = inner.sq_epoch;
+    let mut flight = Flight::new(epoch, head.psn, psns);
+    // A READ's response packets placed before it was sent again stand:
+    // the new response is placed from where they end.
+    if let Some(before) = inner
+        .flight
+        .filter(|f| f.epoch == epoch && f.first == head.psn)
+    {
+        flight.expect = before.expect;
+    }
+    inner.flight = Some(flight);
+}
+
+/// The head WQE of `qp` (copied as `head`) did not leave as packets after
+/// all: nothing answers the PSNs [`launch`] noted.
+pub(super) fn grounded(qp: &QpUse, head: &Head<'_>) {
+    let mut inner = qp.inner.lock();
+    if head.is_queued(&inner) {
+        inner.flight = None;
+    }
+}
+
 /// The head WQE of `qp` (copied as `head`, `len` bytes) left on a wire
 /// whose answers come later, as `packets` packets. An RC requester waits
-/// for the answer (or its local ACK timeout); UC's has nothing to wait
-/// for, and its WQE is complete.
+/// for the answer (or its local ACK timeout); UC's and UD's have nothing
+/// to wait for, and the WQE is complete.
 pub(super) fn sent(
     net: &Net,
     qp: &QpUse,
@@ -78,23 +110,6 @@ pub(super) fn sent(
 ) -> bool {
     if matches!(head.leg, Leg::Due) {
         net.counters.add(Counter::WireResentPackets, packets.into());
-    }
-    {
-        let mut inner = qp.inner.lock();
-        if !head.is_queued(&inner) {
-            return true;
-        }
-        let epoch = inner.sq_epoch;
-        let mut flight = Flight::new(epoch, head.psn, packets);
-        // A READ's response packets placed before it was sent again
-        // stand: the new response is placed from where they end.
-        if let Some(before) = inner
-            .flight
-            .filter(|f| f.epoch == epoch && f.first == head.psn)
-        {
-            flight.expect = before.expect;
-        }
-        inner.flight = Some(flight);
     }
     if rules::acknowledged(qp.qp_type) {
         return refused(Refusal::Silence, after);
@@ -173,6 +188,7 @@ pub(crate) fn returned(
         Ok(()) => {
             // The responder is answering: the wait for the rest starts
             // again.
+            inner.retries.progressed();
             if inner.retries.awaits_answer() && inner.attr.timeout != 0 {
                 qp.arm_retry(ack_timeout_us(inner.attr.timeout));
             }

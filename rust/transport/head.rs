@@ -38,6 +38,9 @@ pub(crate) struct Head<'s> {
     pub(super) mtu: Option<u32>,
     /// Where its request stands on a wire that answers later.
     pub(super) leg: Leg,
+    /// The response packets of its READ that were placed before it is
+    /// sent again.
+    pub(super) placed: u32,
 }
 
 impl<'s> Head<'s> {
@@ -54,6 +57,10 @@ impl<'s> Head<'s> {
         inline: &'s mut Buf<u8>,
     ) -> Option<Self> {
         let leg = leg(inner);
+        let placed = inner
+            .flight
+            .filter(|f| f.epoch == inner.sq_epoch && f.first == inner.req_psn)
+            .map_or(0, |f| f.expect.since(f.first));
         let (wqe, sges) = inner.sq.front()?;
         let data = match inner.sq.front_inline() {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
@@ -76,6 +83,7 @@ impl<'s> Head<'s> {
             peer: inner.kept_peer(routes),
             mtu: a.path_mtu.map(|m| m.bytes()),
             leg,
+            placed,
         })
     }
 

@@ -7,7 +7,7 @@
 
 use crate::{
     counters::Counter,
-    ib::{Datagram, Gid, Key, SendOp},
+    ib::{Datagram, Gid, Key, Mtu, Remote, SendOp},
     net::Link,
     payload::Payload,
     psn::Psn,
@@ -132,6 +132,56 @@ pub(crate) struct Request<'a> {
     pub(crate) piece: Piece,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
+}
+
+/// The packets a request is cut into on a wire that has packets.
+#[derive(Clone, Copy)]
+pub(crate) struct Packets {
+    /// The payload of each but the last.
+    pub(crate) mtu: u32,
+    /// Those the requester sends: the message's, or the one of a READ or
+    /// an atomic.
+    pub(crate) sent: u32,
+    /// The PSNs they take: a READ takes one for each of its response
+    /// packets.
+    pub(crate) psns: u32,
+}
+
+impl Request<'_> {
+    /// Its packets, at its MTU (never below IB's smallest).
+    pub(crate) fn packets(&self) -> Packets {
+        let mtu = self.mtu.max(Mtu::Mtu256.bytes());
+        let each = self.len.div_ceil(mtu).max(1);
+        let (sent, psns) = match self.opcode {
+            Opcode::Read => (1, each),
+            Opcode::CompareSwap | Opcode::FetchAdd => (1, 1),
+            _ => (each, each),
+        };
+        Packets { mtu, sent, psns }
+    }
+
+    /// The request as sent again when its requester already placed the
+    /// first `placed` of its response packets: a READ then asks for the
+    /// rest alone, from the PSN and the place in memory where they stop.
+    /// Anything else is sent whole.
+    pub(crate) fn resumed(self, placed: u32) -> Self {
+        let SendOp::RdmaRead(remote) = self.op else {
+            return self;
+        };
+        let skip = placed.saturating_mul(self.packets().mtu);
+        if placed == 0 || skip >= self.len {
+            return self;
+        }
+        Self {
+            psn: self.psn.add(placed),
+            op: SendOp::RdmaRead(Remote {
+                addr: remote.addr.wrapping_add(skip.into()),
+                ..remote
+            }),
+            len: self.len - skip,
+            ..self
+        }
+    }
 }
 
 /// Which part of its message a request carries: all of it (the local

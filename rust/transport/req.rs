@@ -132,7 +132,18 @@ pub(crate) fn send(
         piece: Piece::WHOLE,
         data: head.data,
     };
-    match wire.carry(net, target, &req, room, pace, after) {
+    // A connected QP's request for a port that it does not keep may go
+    // on a wire whose answers come later.
+    let launched = datagram.is_none() && matches!(target, Dest::Address(_));
+    if launched {
+        comp::launch(qp, head, req.packets().psns);
+    }
+    let req = req.resumed(head.placed);
+    let carried = wire.carry(net, target, &req, room, pace, after);
+    if launched && !matches!(carried, Carried::Sent { .. }) {
+        comp::grounded(qp, head);
+    }
+    match carried {
         Carried::Answered(response) => {
             comp::answer(net, qp, head, len, Some(response), pace, after)
         }

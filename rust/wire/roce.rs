@@ -18,7 +18,7 @@ use crate::{
     net::{Link, Net},
     psn::Psn,
     scratch::Buf,
-    transport::{Carried, Dest, Opcode, Request, Wire},
+    transport::{Carried, Dest, Packets, Request, Wire},
     wq::SgeCopy,
 };
 use kernel::prelude::*;
@@ -42,15 +42,7 @@ impl Wire for Roce {
         if !matches!(from.link, Link::Roce) || !from.is_up() {
             return Carried::Lost;
         }
-        let mtu = req.mtu.max(frame::MIN_MTU);
-        let packets = req.len.div_ceil(mtu).max(1);
-        // A READ or an atomic is one packet; a READ's response takes a PSN
-        // for each of its packets.
-        let (sent, packets) = match req.opcode {
-            Opcode::Read => (1, packets),
-            Opcode::CompareSwap | Opcode::FetchAdd => (1, 1),
-            _ => (packets, packets),
-        };
+        let Packets { mtu, sent, .. } = req.packets();
         for index in 0..sent {
             let piece = Piece {
                 first: index == 0,
@@ -64,7 +56,7 @@ impl Wire for Roce {
                 from.counters.add(Counter::WireSendErrors, 1);
             }
         }
-        Carried::Sent { packets }
+        Carried::Sent { packets: sent }
     }
 }
 
