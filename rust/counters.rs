@@ -41,11 +41,21 @@ pub(crate) enum Counter {
     /// opcode not carried, for another address or an unknown QP.
     WireReceiveDrops,
     /// Packets of RC requests sent again on the RoCEv2 wire: their
-    /// answer did not come in time.
+    /// answer did not come in time, or a NAK asked for them.
     WireResentPackets,
+    /// Sequence-error and RNR NAKs sent to and received from the RoCEv2
+    /// wire.
+    WireSequenceNaksSent,
+    WireSequenceNaksReceived,
+    WireRnrNaksSent,
+    WireRnrNaksReceived,
+    /// Requests from the RoCEv2 wire that the responder had taken
+    /// before: answered again, never executed twice (a READ is read
+    /// again).
+    WireDuplicates,
 }
 
-const COUNT: usize = Counter::WireResentPackets as usize + 1;
+const COUNT: usize = Counter::WireDuplicates as usize + 1;
 
 pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("cqes")),
@@ -66,6 +76,11 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("wire_icrc_errors")),
     CounterDesc::new(c_str!("wire_receive_drops")),
     CounterDesc::new(c_str!("wire_resent_packets")),
+    CounterDesc::new(c_str!("wire_sequence_naks_sent")),
+    CounterDesc::new(c_str!("wire_sequence_naks_received")),
+    CounterDesc::new(c_str!("wire_rnr_naks_sent")),
+    CounterDesc::new(c_str!("wire_rnr_naks_received")),
+    CounterDesc::new(c_str!("wire_duplicates")),
 ];
 
 /// The port's counters; updated from any CPU without a lock, each CPU in

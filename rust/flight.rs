@@ -18,7 +18,9 @@ pub(crate) struct Flight {
     pub(crate) epoch: u32,
     pub(crate) first: Psn,
     pub(crate) last: Psn,
-    /// The next READ response packet to place: they are taken in order.
+    /// The first PSN not known to have arrived: a READ's next response
+    /// packet to place (they are taken in order), or the packet of a SEND
+    /// or WRITE that its responder NAKed as the one it expects.
     pub(crate) expect: Psn,
 }
 
@@ -53,7 +55,7 @@ pub(crate) enum Leg {
     /// Sent, and the wait for an answer ran out: it is sent again.
     Due,
     /// Answered.
-    Answered(Outcome),
+    Answered(Answer),
 }
 
 impl Flight {

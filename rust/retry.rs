@@ -95,6 +95,20 @@ impl Retries {
         self.expired = false;
     }
 
+    /// A sequence-error NAK: the request is due at once, from the packet
+    /// the responder expects, as if the local ACK timeout had run out
+    /// (and it stays due until it is sent, should the runner hand it to
+    /// the QP's worker). It spends a retry as a timeout does; if the
+    /// responder took `more` of it than before, those spent so far are
+    /// forgiven.
+    pub(crate) fn resend_now(&mut self, more: bool) {
+        if more {
+            self.timeouts = 0;
+        }
+        self.armed = Some(Refusal::Silence);
+        self.expired = true;
+    }
+
     /// The responder answered part of the request: the local ACK
     /// timeouts spent so far are forgiven, as a resent READ goes on from
     /// where its response stopped.

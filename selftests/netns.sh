@@ -99,6 +99,18 @@ else
 	rdma statistic show link rsoft_v1/1 | sed 's/^/# /'
 fi
 
+# RC over a lossy veth (netem: 2% lost and 2% duplicated each way, a
+# quarter reordered; see lossy_rc): rsoft's reliability at both ends, no
+# RETRY_EXC at the default retry count; both sent packets again.
+if check "netem on v0 and v1: loss 2%, duplicate 2%, reorder 25%" lossy v0 v1 on; then
+	r0=$(counter rsoft_v0 wire_resent_packets) r1=$(counter rsoft_v1 wire_resent_packets)
+	lossy_rc rsoft_v0 "$g0" $ip0 rsoft_v1 "$g1" $ip1 7620
+	r0=$(($(counter rsoft_v0 wire_resent_packets) - r0))
+	r1=$(($(counter rsoft_v1 wire_resent_packets) - r1))
+	check "lossy: both sent packets again ($r0, $r1)" test $r0 -gt 0 -a $r1 -gt 0
+	check "netem off" lossy v0 v1 off
+fi
+
 # The veth removed while a WRITE stream crosses it: both links go, the
 # writer sees its device fail and exits, and nothing is left behind.
 timeout -k 5 $T ib_write_bw -d rsoft_v0 -x "$g0" -F -D 30 -p $port >"$work/server" 2>&1 &

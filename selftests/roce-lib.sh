@@ -149,3 +149,40 @@ cmatose_done() { grep -q 'data transfers complete' "$1/client" && grep -q 'data 
 perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[0-9]+ '; }
 pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
 fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' "$1/server"; }
+
+# lossy D0 D1 on|off: netem on both ends of the veth between D0 here and
+# D1 in $ns: 2% of the packets lost and 2% duplicated each way, and a
+# quarter sent ahead of the rest, which wait 1 ms (reordered).
+lossy() {
+	local how=(loss 2% duplicate 2% delay 1ms reorder 25% 50%) op=add
+	[[ $3 == off ]] && op=del how=()
+	tc qdisc $op dev "$1" root netem "${how[@]}" &&
+		ip netns exec "$ns" tc qdisc $op dev "$2" root netem "${how[@]}"
+}
+
+# lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address
+# IP0, GID index G0) and D1 in $ns (IP1, G1) through lossy's veth: rping
+# from there, whose server READs the client's buffer and WRITEs it back,
+# every round trip's data checked; 64 KiB WRITEs and READs from there and
+# SENDs from here (64 packets a message, most of which lose one). (Not the
+# RC pingpong: it has no closing handshake, so when the ACK of its last
+# SEND is lost, the peer has already destroyed the QP that would ACK it
+# again, and the sender ends in RETRY_EXC, on any device.) Uses ports
+# PORT to PORT+3.
+lossy_rc() {
+	local d0=$1 g0=$2 ip0=$3 d1=$4 g1=$5 ip1=$6 port=$7 t
+	srv=(rping -s -a "$ip0" -p $port -C 50)
+	cli=(rping -c -a "$ip0" -p $port -C 50 -v -V)
+	ns_pair "lossy: rping -C 50 -v -V ($d1 in $ns -> $d0 here)" cm $port rping_data_50
+	for t in ib_write_bw ib_read_bw; do
+		port=$((port + 1))
+		srv=($t -d "$d0" -x "$g0" -F -s 65536 -n 50 -p $port)
+		cli=($t -d "$d1" -x "$g1" -F -s 65536 -n 50 -p $port "$ip0")
+		ns_pair "lossy: $t -s 65536 -n 50 ($d1 in $ns -> $d0 here)" tcp $port perf_row
+	done
+	port=$((port + 1))
+	srv=(ip netns exec "$ns" ib_send_bw -d "$d1" -x "$g1" -F -s 65536 -n 50 -p $port)
+	cli=(ib_send_bw -d "$d0" -x "$g0" -F -s 65536 -n 50 -p $port "$ip1")
+	pair "lossy: ib_send_bw -s 65536 -n 50 ($d0 here -> $d1 in $ns)" ns_tcp $port perf_row
+}
+rping_data_50() { rping_data "$1" 50; }

@@ -8,7 +8,8 @@
 # flipped that it can fail), then rsoft's UD SENDs, which rxe must take too
 # (its rcvd_pkts counts only packets whose headers and ICRC it checked).
 # Then what rxe sends back: the UD pingpong (over IPv4 and IPv6) and
-# rdma_cm's SIDR (udaddy).
+# rdma_cm's SIDR (udaddy); RC and UC both ways, and RC again with netem
+# losing, duplicating and reordering packets on the veth.
 # Needs rsoft.ko loaded; loads and unloads rdma_rxe; leaves nothing.
 set -u
 T=60
@@ -270,6 +271,22 @@ srv=(udaddy -b $ip0 -c 2 -C 10)
 cli=(udaddy -s $ip0 -c 2 -C 10)
 ns_pair "then udaddy -c 2 -C 10 (rsoft_w1 in $ns <-> rxe_w0 here): SIDR through the QP1 under attack" \
 	cm 7174 cmatose_done
+
+# --- g. RC between rsoft and rxe over a lossy veth (netem: 2% lost and 2%
+# duplicated each way, a quarter reordered; see lossy_rc): every tool
+# completes, rping with its data intact, with no RETRY_EXC at the default
+# retry count, and rsoft sent packets again, answered duplicates and NAKed
+# gaps.
+if check "netem on w0 and w1: loss 2%, duplicate 2%, reorder 25%" lossy w0 w1 on; then
+	c0=() names=(wire_resent_packets wire_duplicates wire_sequence_naks_sent)
+	for c in "${names[@]}"; do c0+=("$(counter rsoft_w1 $c)"); done
+	lossy_rc rxe_w0 "$g0" $ip0 rsoft_w1 "$g1" $ip1 7750
+	for i in "${!names[@]}"; do
+		d=$(($(counter rsoft_w1 ${names[i]}) - c0[i]))
+		check "lossy: rsoft_w1's ${names[i]} went up ($d)" test $d -gt 0
+	done
+	check "netem off" lossy w0 w1 off
+fi
 
 # --- d. nothing left: links, veth, namespace, rdma_rxe
 check "rdma link delete rsoft_w1" timeout $T ip netns exec $ns rdma link delete rsoft_w1

@@ -95,6 +95,9 @@ pub(crate) struct QpInner {
     pub(crate) answer: Option<Answer>,
     /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
+    /// The responder NAKed a packet ahead of `resp_psn`, and has seen
+    /// none at it since: one NAK per gap, not one per packet after it.
+    pub(crate) sequence_naked: bool,
     /// The message of several packets the responder is in the middle of.
     pub(crate) inbound: Option<Inbound>,
     /// The responder's last atomic and its result, for a duplicate.
@@ -256,6 +259,7 @@ impl QpShared {
             flight: None,
             answer: None,
             resp_psn: Psn::default(),
+            sequence_naked: false,
             last_atomic: None,
             inbound: None,
             peer: None,
@@ -392,6 +396,7 @@ impl QpInner {
         }
         if let Some(psn) = m.rq_psn {
             self.resp_psn = Psn::new(psn);
+            self.sequence_naked = false;
             self.last_atomic = None;
         }
         if let Some(next) = m.state {

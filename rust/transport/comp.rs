@@ -54,7 +54,7 @@ pub(crate) fn answer(
             // Go back to the PSN the responder expects: with one request
             // outstanding that is the head's, so it is tried again like an
             // unanswered one.
-            Nak::Sequence => return refused(Refusal::Silence, after),
+            Nak::Sequence(_) => return refused(Refusal::Silence, after),
             Nak::InvalidRequest => WcStatus::RemoteInvalidRequest,
             Nak::RemoteAccess => WcStatus::RemoteAccess,
             Nak::RemoteOperation => WcStatus::RemoteOperation,
@@ -119,10 +119,16 @@ pub(super) fn sent(
 
 /// Notes `answer`, from `from`, for `qp`, an RC QP, whose completer acts
 /// on it when it next runs: returns whether the QP is to be run. An
-/// answer from anywhere but the QP's destination is not its.
+/// answer from anywhere but the QP's destination is not its, and one that
+/// its request in flight does not wait for (a late duplicate, say) must
+/// not displace one that it does.
 pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
     let mut inner = qp.inner.lock();
-    if !answers_to(&inner, from) {
+    let epoch = inner.sq_epoch;
+    let awaited = inner
+        .flight
+        .is_some_and(|f| f.epoch == epoch && f.takes(&answer));
+    if !awaited || !answers_to(&inner, from) {
         return false;
     }
     inner.answer = Some(answer);

@@ -3,9 +3,9 @@
 //! The head send WQE of a QP, copied out of its queue for one step: what
 //! the requester turns into a request and the completer retires.
 
-use super::packet::Opcode;
+use super::packet::{Nak, Opcode, Response};
 use crate::{
-    flight::Leg,
+    flight::{Answer, Leg, Outcome},
     ib::Address,
     payload::Payload,
     psn::Psn,
@@ -38,9 +38,10 @@ pub(crate) struct Head<'s> {
     pub(super) mtu: Option<u32>,
     /// Where its request stands on a wire that answers later.
     pub(super) leg: Leg,
-    /// The response packets of its READ that were placed before it is
-    /// sent again.
-    pub(super) placed: u32,
+    /// Where it goes on from when it is sent again, in PSNs from its
+    /// first: the response packets of a READ that were placed, or the
+    /// packet its responder NAKed as the one it expects.
+    pub(super) resume: u32,
 }
 
 impl<'s> Head<'s> {
@@ -57,7 +58,7 @@ impl<'s> Head<'s> {
         inline: &'s mut Buf<u8>,
     ) -> Option<Self> {
         let leg = leg(inner);
-        let placed = inner
+        let resume = inner
             .flight
             .filter(|f| f.epoch == inner.sq_epoch && f.first == inner.req_psn)
             .map_or(0, |f| f.expect.since(f.first));
@@ -83,7 +84,7 @@ impl<'s> Head<'s> {
             peer: inner.kept_peer(routes),
             mtu: a.path_mtu.map(|m| m.bytes()),
             leg,
-            placed,
+            resume,
         })
     }
 
@@ -125,18 +126,41 @@ impl<'s> Head<'s> {
 }
 
 /// Where the request of the head send WQE of the QP whose lock `inner` is
-/// stands; takes the answer that it waited for.
+/// stands; takes the answer that it waited for. A sequence-error NAK has
+/// it sent again at once, from the PSN the responder expects (go-back-N).
 fn leg(inner: &mut QpInner) -> Leg {
-    let Some(flight) = inner.flight.filter(|f| f.epoch == inner.sq_epoch) else {
+    let epoch = inner.sq_epoch;
+    let Some(flight) = inner.flight.as_mut().filter(|f| f.epoch == epoch) else {
         return Leg::Unsent;
     };
     match inner.answer.take() {
-        Some(answer) if flight.takes(&answer) => {
-            inner.retries.answered();
-            Leg::Answered(answer.outcome)
-        }
+        Some(answer) if flight.takes(&answer) => match expected(&answer) {
+            Some(from) => {
+                let on = from.since(flight.first) > flight.expect.since(flight.first);
+                if on {
+                    flight.expect = from;
+                }
+                inner.retries.resend_now(on);
+                Leg::Due
+            }
+            None => {
+                inner.retries.answered();
+                Leg::Answered(answer)
+            }
+        },
         // An answer to an earlier request, or one not asked for.
         _ if inner.retries.due() => Leg::Due,
         _ => Leg::Waiting,
+    }
+}
+
+/// The PSN a sequence-error NAK says its responder expects.
+fn expected(answer: &Answer) -> Option<Psn> {
+    match answer.outcome {
+        Outcome::Aeth(syndrome) => match Response::of_aeth(syndrome, answer.psn)? {
+            Response::Nak(Nak::Sequence(psn)) => Some(psn),
+            _ => None,
+        },
+        Outcome::Fault => None,
     }
 }

@@ -130,6 +130,9 @@ pub(crate) struct Request<'a> {
     pub(crate) span: u32,
     /// Which packets of its message it is.
     pub(crate) piece: Piece,
+    /// On a wire with packets, the first of them to send: a message sent
+    /// again goes on from the packet its responder expects.
+    pub(crate) resend_from: u32,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
 }
@@ -160,20 +163,25 @@ impl Request<'_> {
         Packets { mtu, sent, psns }
     }
 
-    /// The request as sent again when its requester already placed the
-    /// first `placed` of its response packets: a READ then asks for the
-    /// rest alone, from the PSN and the place in memory where they stop.
-    /// Anything else is sent whole.
-    pub(crate) fn resumed(self, placed: u32) -> Self {
+    /// The request as sent again from `resume` PSNs after its first: a
+    /// READ whose requester placed that many of its response packets
+    /// asks for the rest alone, from the PSN and the place in memory
+    /// where they stop; a SEND or WRITE goes on from that packet, which
+    /// its responder NAKed as the one it expects.
+    pub(crate) fn resumed(self, resume: u32) -> Self {
+        let Packets { mtu, sent, .. } = self.packets();
         let SendOp::RdmaRead(remote) = self.op else {
-            return self;
+            return Self {
+                resend_from: if resume < sent { resume } else { 0 },
+                ..self
+            };
         };
-        let skip = placed.saturating_mul(self.packets().mtu);
-        if placed == 0 || skip >= self.len {
+        let skip = resume.saturating_mul(mtu);
+        if resume == 0 || skip >= self.len {
             return self;
         }
         Self {
-            psn: self.psn.add(placed),
+            psn: self.psn.add(resume),
             op: SendOp::RdmaRead(Remote {
                 addr: remote.addr.wrapping_add(skip.into()),
                 ..remote
@@ -207,8 +215,9 @@ impl Piece {
 pub(crate) enum Nak {
     /// Receiver not ready, with the responder's RNR timer (IB encoding).
     Rnr(u8),
-    /// PSN sequence error: the responder expects an earlier PSN.
-    Sequence,
+    /// PSN sequence error: the responder expects this earlier PSN, which
+    /// the NAK names (IBA 9.7.5.2.2).
+    Sequence(Psn),
     InvalidRequest,
     RemoteAccess,
     RemoteOperation,
@@ -236,7 +245,7 @@ impl Nak {
     pub(crate) fn syndrome(self) -> u8 {
         match self {
             Self::Rnr(timer) => 0x20 | (timer & 0x1f),
-            Self::Sequence => 0x60,
+            Self::Sequence(_) => 0x60,
             Self::InvalidRequest => 0x61,
             Self::RemoteAccess => 0x62,
             Self::RemoteOperation => 0x63,
@@ -245,18 +254,30 @@ impl Nak {
 }
 
 impl Response {
+    /// The counter of the NAKs like this one that a wire sent (`sent`) or
+    /// received, if it keeps one.
+    pub(crate) fn nak_counter(&self, sent: bool) -> Option<Counter> {
+        Some(match (self, sent) {
+            (Self::Nak(Nak::Sequence(_)), true) => Counter::WireSequenceNaksSent,
+            (Self::Nak(Nak::Sequence(_)), false) => Counter::WireSequenceNaksReceived,
+            (Self::Nak(Nak::Rnr(_)), true) => Counter::WireRnrNaksSent,
+            (Self::Nak(Nak::Rnr(_)), false) => Counter::WireRnrNaksReceived,
+            _ => return None,
+        })
+    }
+
     /// The AETH syndrome of an ACK: unlimited credits, as rxe sends it.
     pub(crate) const ACK_SYNDROME: u8 = 0x1f;
 
-    /// The answer an AETH syndrome (IBA 9.7.5.2.6) gives; `None` for a
-    /// reserved one.
-    pub(crate) fn of_syndrome(syndrome: u8) -> Option<Self> {
+    /// The answer an AETH syndrome (IBA 9.7.5.2.6) with PSN `psn` gives;
+    /// `None` for a reserved one.
+    pub(crate) fn of_aeth(syndrome: u8, psn: Psn) -> Option<Self> {
         let code = syndrome & 0x1f;
         Some(match syndrome >> 5 {
             0 => Self::Ack,
             1 => Self::Nak(Nak::Rnr(code)),
             3 => Self::Nak(match code {
-                0 => Nak::Sequence,
+                0 => Nak::Sequence(psn),
                 // An invalid request, or an invalid RD request.
                 1 | 4 => Nak::InvalidRequest,
                 2 => Nak::RemoteAccess,

@@ -42,9 +42,9 @@ pub(crate) fn send(
 ) -> bool {
     let fail = |status, after: &mut After| comp::finish(net, qp, head, status, 0, after);
     match head.leg {
-        Leg::Answered(outcome) => {
-            let response = match outcome {
-                Outcome::Aeth(syndrome) => Response::of_syndrome(syndrome),
+        Leg::Answered(answer) => {
+            let response = match answer.outcome {
+                Outcome::Aeth(syndrome) => Response::of_aeth(syndrome, answer.psn),
                 Outcome::Fault => Some(Response::Fault),
             };
             return comp::answer(net, qp, head, head.len(), response, pace, after);
@@ -130,6 +130,7 @@ pub(crate) fn send(
         },
         span: 1,
         piece: Piece::WHOLE,
+        resend_from: 0,
         data: head.data,
     };
     // A connected QP's request for a port that it does not keep may go
@@ -138,7 +139,7 @@ pub(crate) fn send(
     if launched {
         comp::launch(qp, head, req.packets().psns);
     }
-    let req = req.resumed(head.placed);
+    let req = req.resumed(head.resume);
     let carried = wire.carry(net, target, &req, room, pace, after);
     if launched && !matches!(carried, Carried::Sent { .. }) {
         comp::grounded(qp, head);

@@ -17,6 +17,7 @@ use super::{
 use crate::{
     complete::{self, After},
     copy::{check_sges, write_sges, BadSge, Pace},
+    counters::Counter,
     grh::{self, GRH_LEN},
     ib::{Access, PdId, QpState, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     mr::MrKey,
@@ -200,11 +201,16 @@ fn judge<'r>(
         req.psn.against(d.resp_psn)
     };
     match seq {
-        Sequence::Ahead => return Verdict::Nak(Nak::Sequence, None),
-        Sequence::Duplicate if !matches!(req.op, SendOp::RdmaRead(_)) => {
-            return duplicate(d, req);
+        Sequence::Ahead => {
+            return out_of_sequence(d).map_or(Verdict::Drop, |n| Verdict::Nak(n, None))
         }
-        _ => {}
+        Sequence::Expected => d.sequence_naked = false,
+        Sequence::Duplicate => {
+            port.counters.add(Counter::WireDuplicates, 1);
+            if !matches!(req.op, SendOp::RdmaRead(_)) {
+                return duplicate(d, req);
+            }
+        }
     }
     let fresh = seq == Sequence::Expected;
     let nak = |nak| {
@@ -292,6 +298,17 @@ fn judge<'r>(
             Verdict::Nak(nak, recv.map(|r| (r, status)))
         }
     }
+}
+
+/// The answer to a packet ahead of the PSN the responder whose lock `d` is
+/// expects: a NAK that names that PSN, once; the packets after it in the
+/// same gap are dropped (IBA 9.7.5.1.1: the requester goes back to the
+/// PSN the NAK names and sends all from there).
+pub(super) fn out_of_sequence(d: &mut QpInner) -> Option<Nak> {
+    if core::mem::replace(&mut d.sequence_naked, true) {
+        return None;
+    }
+    Some(Nak::Sequence(d.resp_psn))
 }
 
 /// Whether `req` comes from the port the responder's path leads to: an RC

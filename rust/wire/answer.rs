@@ -8,7 +8,14 @@ use super::{
     bth,
     frame::{self, Ext, Frame},
 };
-use crate::{ib::Grh, net::Net, payload::Payload, psn::Psn, qp::Qpn, transport::Response};
+use crate::{
+    ib::Grh,
+    net::Net,
+    payload::Payload,
+    psn::Psn,
+    qp::Qpn,
+    transport::{Nak, Response},
+};
 
 /// Whom a request came from, and what it asked.
 pub(super) struct Asker {
@@ -37,12 +44,17 @@ fn aeth(syndrome: u8) -> Ext {
 /// every 64 packets of a long one.
 pub(super) fn send(port: &Net, to: &Asker, response: Response) {
     let none = Payload::Inline(&[]);
-    let syndrome = match response {
+    if let Some(counter) = response.nak_counter(true) {
+        port.counters.add(counter, 1);
+    }
+    let (syndrome, psn) = match response {
         Response::Ack if !to.ack_req => return,
-        Response::Ack => Response::ACK_SYNDROME,
-        Response::Nak(nak) => nak.syndrome(),
+        Response::Ack => (Response::ACK_SYNDROME, to.psn),
+        // It names the PSN its responder expects, not the request's.
+        Response::Nak(nak @ Nak::Sequence(expected)) => (nak.syndrome(), expected),
+        Response::Nak(nak) => (nak.syndrome(), to.psn),
         // The responder's own memory failed it mid-copy (an MR went).
-        Response::Fault => crate::transport::Nak::RemoteOperation.syndrome(),
+        Response::Fault => (Nak::RemoteOperation.syndrome(), to.psn),
         Response::Atomic(old) => {
             let mut ext = aeth(Response::ACK_SYNDROME);
             ext.put(&old.to_be_bytes());
@@ -83,7 +95,7 @@ pub(super) fn send(port: &Net, to: &Asker, response: Response) {
         to,
         bth::ACKNOWLEDGE,
         &aeth(syndrome),
-        to.psn,
+        psn,
         (none, 0, 0),
     );
 }

@@ -304,6 +304,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
             first: part.first,
             last: part.last,
         },
+        resend_from: 0,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
@@ -342,7 +343,8 @@ struct Datagram<'a> {
 /// the request of QP `dest` of `port` with the PSN `psn`.
 fn take_ack(port: &Net, ip: &IpHeader, dest: Qpn, psn: Psn, body: &[u8]) -> Result<(), Dropped> {
     let [syndrome, _, _, _] = field(body, 0)?;
-    if body.len() != frame::AETH || Response::of_syndrome(syndrome).is_none() {
+    let response = Response::of_aeth(syndrome, psn).ok_or(Dropped::Other)?;
+    if body.len() != frame::AETH {
         return Err(Dropped::Other);
     }
     let qp = port.qp(dest).ok_or(Dropped::Other)?;
@@ -352,6 +354,9 @@ fn take_ack(port: &Net, ip: &IpHeader, dest: Qpn, psn: Psn, body: &[u8]) -> Resu
     };
     if qp.qp_type != QpType::Rc || !transport::answered(&qp, &ip.sgid, answer) {
         return Err(Dropped::Other);
+    }
+    if let Some(counter) = response.nak_counter(false) {
+        port.counters.add(counter, 1);
     }
     qp.run(Ctx::caller(false));
     Ok(())
@@ -468,6 +473,7 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
         mtu: port.mtu(),
         span: 1,
         piece: Piece::WHOLE,
+        resend_from: 0,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;

@@ -43,7 +43,7 @@ impl Wire for Roce {
             return Carried::Lost;
         }
         let Packets { mtu, sent, .. } = req.packets();
-        for index in 0..sent {
+        for index in req.resend_from..sent {
             let piece = Piece {
                 first: index == 0,
                 last: index + 1 == sent,
@@ -56,7 +56,9 @@ impl Wire for Roce {
                 from.counters.add(Counter::WireSendErrors, 1);
             }
         }
-        Carried::Sent { packets: sent }
+        Carried::Sent {
+            packets: sent.saturating_sub(req.resend_from),
+        }
     }
 }
 

@@ -8,10 +8,11 @@
 //! receive (a WRITE with immediate data takes it then). Each packet is at
 //! most an MTU and is placed under the responder's lock.
 
-use super::{complete_locked, is_from_peer, receive_at, recv_wc, Recv};
+use super::{complete_locked, is_from_peer, out_of_sequence, receive_at, recv_wc, Recv};
 use crate::{
     complete::After,
     copy::Pace,
+    counters::Counter,
     ib::{QpState, SendOp, Wc, WcOpcode, WcStatus},
     inbound::{Inbound, Target},
     mr::MrKey,
@@ -120,14 +121,17 @@ pub(super) fn go_on(
         return None;
     }
     match req.psn.against(d.resp_psn) {
-        Sequence::Expected => {}
+        Sequence::Expected => d.sequence_naked = false,
         // UC: a packet was lost, and with it the message.
         _ if uc => {
             abandon(port, dest, &mut d, after);
             return None;
         }
-        Sequence::Ahead => return Some(Response::Nak(Nak::Sequence)),
-        Sequence::Duplicate => return Some(Response::Ack),
+        Sequence::Ahead => return out_of_sequence(&mut d).map(Response::Nak),
+        Sequence::Duplicate => {
+            port.counters.add(Counter::WireDuplicates, 1);
+            return Some(Response::Ack);
+        }
     }
     let same = matches!(
         (d.inbound.as_ref().map(|i| &i.target), req.op),
