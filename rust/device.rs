@@ -138,7 +138,6 @@ impl ib::LinkOps for Rsoft {
             })
             .ok();
         let bound = Bound {
-            namespace: netdev.namespace(),
             netdev: held,
             _listener: listener,
         };

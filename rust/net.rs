@@ -55,6 +55,9 @@ pub(crate) struct Net {
     /// goes: packets for other hosts leave through it.
     #[pin]
     netdev: IrqSpinLock<Option<Bound>>,
+    /// A RoCE port's netdev's namespace, as it was bound: the host the
+    /// port is on. (A netdev that moves is unregistered first.)
+    namespace: Option<Namespace>,
     /// `None` while a QP is being created in the slot.
     #[pin]
     qps: IrqSpinLock<Table<Option<Arc<QpShared>>>>,
@@ -70,8 +73,6 @@ pub(crate) struct Net {
 /// it).
 pub(crate) struct Bound {
     pub(crate) netdev: NetDevRef,
-    /// The netdev's namespace: the host the port is on.
-    pub(crate) namespace: Namespace,
     /// Kept, not read: dropping it stops listening.
     pub(crate) _listener: Option<Listener>,
 }
@@ -129,6 +130,7 @@ impl Net {
             gids <- new_irq_spinlock!(gids, "rsoft_gids"),
             up: AtomicBool::new(true),
             mtu: AtomicU32::new(Mtu::Mtu4096.bytes()),
+            namespace: netdev.as_ref().map(|b| b.netdev.namespace()),
             netdev <- new_irq_spinlock!(netdev, "rsoft_netdev"),
             qps <- new_irq_spinlock!(qps, "rsoft_qps"),
             gsi <- new_irq_spinlock!(None, "rsoft_gsi"),
@@ -162,14 +164,12 @@ impl Net {
         self.netdev.lock().as_ref().map(|b| b.netdev.clone())
     }
 
-    /// The namespace of the port's netdev, if it still has one.
-    fn namespace(&self) -> Option<Namespace> {
-        self.netdev.lock().as_ref().map(|b| b.namespace)
-    }
-
     /// Lets go of the port's netdev, whose unregistration waits for that,
-    /// and stops listening there. Sleeps.
+    /// and stops listening there; the port is down from then on, so its
+    /// namespace, which may go too, is no longer compared. Sleeps.
     pub(crate) fn unbind(&self) {
+        self.up.store(false, Ordering::Relaxed);
+        self.fabric.reroute();
         let netdev = self.netdev.lock().take();
         drop(netdev);
     }
@@ -247,9 +247,9 @@ impl Net {
                 if !self.is_up() {
                     return None;
                 }
+                // `port_of` finds only ports that are up, so bound.
                 let port = self.fabric.port_of(&dgid)?;
-                let here = self.namespace()?;
-                (port.namespace()? == here).then(|| f(&port))
+                (port.namespace == self.namespace).then(|| f(&port))
             }
         }
     }

@@ -17,7 +17,7 @@ mod rules;
 
 pub(crate) use comp::{answered, returned, Returned};
 pub(crate) use head::Head;
-pub(crate) use packet::{Carried, Nak, Opcode, Packets, Piece, Request, Response, Source};
+pub(crate) use packet::{cut, Carried, Nak, Opcode, Packets, Piece, Request, Response, Source};
 pub(crate) use req::{retries_exceeded, send};
 pub(crate) use resp::receive;
 pub(crate) use rules::{address_ok, check_modify, may_post};

@@ -145,6 +145,14 @@ ns_pair() {
 	pair "$@"
 }
 
+# librpma's check (selftests/rpma) verified every operation, its server
+# on device $rpma_srv and its client on $rpma_cli.
+rpma_ok() {
+	grep -q "^server: device $rpma_srv$" "$1/server" &&
+		grep -q "^client: device $rpma_cli$" "$1/client" &&
+		grep -q '^server: all verified' "$1/server" &&
+		grep -q '^client: all verified' "$1/client"
+}
 cmatose_done() { grep -q 'data transfers complete' "$1/client" && grep -q 'data transfers complete' "$1/server"; }
 perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[0-9]+ '; }
 pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
@@ -152,12 +160,28 @@ fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' 
 
 # lossy D0 D1 on|off: netem on both ends of the veth between D0 here and
 # D1 in $ns: 2% of the packets lost and 2% duplicated each way, and a
-# quarter sent ahead of the rest, which wait 1 ms (reordered).
+# quarter sent ahead of the rest, which wait 1 ms (reordered). QP1's
+# packets (RoCEv2, BTH destination QP 1: the CM's MADs) bypass netem
+# through the prio qdisc's first band: rdma_cm's users destroy their ID
+# right after rdma_disconnect(), which cancels the DREQ's retries, so a
+# lost DREQ would leave the peer waiting for DISCONNECTED for ever, on
+# any device. The RC QPs' reliability is what is under test.
 lossy() {
-	local how=(loss 2% duplicate 2% delay 1ms reorder 25% 50%) op=add
-	[[ $3 == off ]] && op=del how=()
-	tc qdisc $op dev "$1" root netem "${how[@]}" &&
-		ip netns exec "$ns" tc qdisc $op dev "$2" root netem "${how[@]}"
+	local d n=()
+	for d in "$1" "$2"; do
+		[[ $d == "$2" ]] && n=(ip netns exec "$ns")
+		if [[ $3 == off ]]; then
+			"${n[@]}" tc qdisc del dev "$d" root || return
+			continue
+		fi
+		"${n[@]}" tc qdisc add dev "$d" root handle 1: prio bands 2 \
+			priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
+			"${n[@]}" tc qdisc add dev "$d" parent 1:2 handle 2: netem \
+				loss 2% duplicate 2% delay 1ms reorder 25% 50% &&
+			"${n[@]}" tc filter add dev "$d" parent 1: protocol ip prio 1 u32 \
+				match ip protocol 17 0xff match ip dport 4791 0xffff \
+				match u32 0x00000001 0x00ffffff at 32 flowid 1:1 || return
+	done
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

@@ -8,8 +8,10 @@
 # flipped that it can fail), then rsoft's UD SENDs, which rxe must take too
 # (its rcvd_pkts counts only packets whose headers and ICRC it checked).
 # Then what rxe sends back: the UD pingpong (over IPv4 and IPv6) and
-# rdma_cm's SIDR (udaddy); RC and UC both ways, and RC again with netem
-# losing, duplicating and reordering packets on the veth.
+# rdma_cm's SIDR (udaddy); RC and UC both ways, partly captured with
+# tcpdump for tshark to decode and icrc.py to check; the rdma_cm users
+# (rping, ucmatose, perftest -R, librpma, fi_pingpong) each way; and RC
+# again with netem losing, duplicating and reordering packets on the veth.
 # Needs rsoft.ko loaded; loads and unloads rdma_rxe; leaves nothing.
 set -u
 T=60
@@ -49,13 +51,44 @@ synced() {
 	rm -f "$pcap.sync"
 	kill -USR1 $cap 2>/dev/null && until_ok 30 test -s "$pcap.sync"
 }
-# icrc NAME ARG...: icrc.py check --and-flip's verdict, its lines as comments
+# icrc NAME PCAP ARG...: icrc.py check --and-flip's verdict on PCAP, its
+# lines as comments
 icrc() {
-	local name=$1 out rc=0
-	shift
-	out=$(icrc_py check "$pcap" --and-flip "$@" 2>&1) || rc=$?
+	local name=$1 file=$2 out rc=0
+	shift 2
+	out=$(icrc_py check "$file" --and-flip "$@" 2>&1) || rc=$?
 	sed 's/^#* */# icrc.py: /' <<<"$out"
 	if ((rc == 0)); then pass "$name"; else fail "$name"; fi
+}
+# decoded NAME PCAP SRC DST: tshark decodes every frame of PCAP (UDP to or
+# from port 4791) as RoCE, with its InfiniBand dissector: none malformed,
+# none with an error; SRC and DST both sent some. Lists the BTH opcodes
+# that SRC sent, with their counts.
+decoded() {
+	local rc=0
+	tshark -r "$2" -T fields -e ip.src -e frame.protocols -e _ws.malformed \
+		-e _ws.expert.severity -e infiniband.bth.opcode 2>"$work/tshark.err" |
+		awk -F '\t' -v a="$3" -v b="$4" '
+			{ n++; from[$1]++ }
+			$1 == a { op[$5]++ }
+			# 8388608: PI_ERROR
+			$2 !~ /:udp:infiniband/ || $3 != "" || $4 ~ /8388608/ {
+				if (++bad <= 5) print "# frame " n ": " $0
+			}
+			END {
+				printf "# tshark: %d frames, %d bad; %d from %s, %d from %s\n",
+					n, bad, from[a], a, from[b], b
+				printf "# tshark: opcodes from %s:", a
+				for (o in op) printf " %s (%d)", o, op[o]
+				print ""
+				exit !(n && !bad && from[a] && from[b])
+			}' || rc=$?
+	if ((rc == 0)); then
+		pass "$1"
+	else
+		fail "$1"
+		show "$work/tshark.err" "tshark stderr"
+	fi
 }
 
 # --- a. rxe's own UD SENDs to $ip1: the checker accepts each, and rejects
@@ -89,7 +122,7 @@ kill $c $s 2>/dev/null
 wait $c $s 2>/dev/null
 echo "# rxe_w0 sent_pkts rose by $(($(counter rxe_w0 sent_pkts) - sent0))"
 synced || echo "# icrc.py capture did not sync"
-icrc "rxe's packets from $ip0: every ICRC checks, and fails with a payload bit flipped" \
+icrc "rxe's packets from $ip0: every ICRC checks, and fails with a payload bit flipped" "$pcap" \
 	--src $ip0 --opcode 0x64 --min $n
 
 # --- b. rsoft -> rxe: UD SENDs from rsoft_w1 to a GID no rsoft port holds
@@ -106,7 +139,7 @@ show "$work/capture.err" "icrc.py capture"
 rcvd=$(($(counter rxe_w0 rcvd_pkts) - rcvd0))
 check "rxe_w0 took at least $n packets (rcvd_pkts rose by $rcvd: headers and ICRC checked)" \
 	test $rcvd -ge $n
-icrc "rsoft's packets from $ip1: UD SEND_ONLY, every ICRC checks, and fails with a payload bit flipped" \
+icrc "rsoft's packets from $ip1: UD SEND_ONLY, every ICRC checks, and fails with a payload bit flipped" "$pcap" \
 	--src $ip1 --opcode 0x64 --min $n
 
 # --- c. rsoft listens on port 4791 in its namespace: what rxe sends comes
@@ -157,22 +190,37 @@ rcvd=$(($(counter rxe_w0 rcvd_pkts) - rcvd0))
 check "rxe_w0 took $rcvd packets (at least $((n * 4 + n * 64))), rsoft_w1 $acks ACKs (at least $((2 * n)))" \
 	test $rcvd -ge $((n * 68)) -a $acks -ge $((2 * n))
 
-# rsoft's responder (the path MTU is 1024): SENDs of 4 packets both ways,
-# on RC and on UC, with the data checked; WRITEs of one packet both ways;
-# SENDs and WRITEs of 64 packets from rxe; READs answered with READ
-# RESPONSEs cut at the path MTU, and atomics, from rxe_w0 to rsoft_w1.
-port=7710
-for t in ibv_rc_pingpong ibv_uc_pingpong; do
-	srv=($t -d rxe_w0 -g "$g0" -p $port -s 4096 -n 200 -c)
-	cli=($t -d rsoft_w1 -g "$g1" -p $port -s 4096 -n 200 -c $ip0)
-	ns_pair "$t -s 4096 -n 200 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
-	port=$((port + 10))
-done
+# rsoft's responder (the path MTU is 1024): SENDs and WRITEs of 64
+# packets from rxe.
+port=7730
 for t in "ib_send_bw -s 65536" "ib_write_bw -s 65536"; do
 	srv=(ip netns exec $ns $t -d rsoft_w1 -x "$g1" -F -n $n -p $port)
 	cli=($t -d rxe_w0 -x "$g0" -F -n $n -p $port $ip1)
 	pair "$t -n $n, RC (rxe_w0 here -> rsoft_w1 in $ns): the client's row" ns_tcp $port perf_row
 	port=$((port + 1))
+done
+# rsoft's requester: READs whose responses come back in packets of the
+# path MTU, placed in order.
+port=7714
+srv=(ib_read_bw -d rxe_w0 -x "$g0" -F -s 65536 -n $n -p $port)
+cli=(ib_read_bw -d rsoft_w1 -x "$g1" -F -s 65536 -n $n -p $port $ip0)
+ns_pair "ib_read_bw -s 65536 -n $n (rsoft_w1 in $ns -> rxe_w0 here): the client's row" tcp $port perf_row
+
+# What follows is captured with tcpdump on w0, to be decoded by tshark
+# and checked by icrc.py at the end: SENDs of 4 packets both ways, on RC
+# and on UC, with the data checked; WRITEs of one packet both ways; READs
+# answered with READ RESPONSEs cut at the path MTU, and atomics, each way;
+# rdma_cm's MADs and rping's SENDs, READs and WRITEs, each side the server.
+rc_pcap=$work/rc.pcap
+timeout -k 5 $((10 * T)) tcpdump -i w0 -U -w "$rc_pcap" udp port 4791 2>"$work/tcpdump.err" &
+dump=$!
+until_ok 30 grep -q listening "$work/tcpdump.err" || echo "# tcpdump did not start"
+port=7710
+for t in ibv_rc_pingpong ibv_uc_pingpong; do
+	srv=($t -d rxe_w0 -g "$g0" -p $port -s 4096 -n 50 -c)
+	cli=($t -d rsoft_w1 -g "$g1" -p $port -s 4096 -n 50 -c $ip0)
+	ns_pair "$t -s 4096 -n 50 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
+	port=$((port + 10))
 done
 port=7711
 srv=(ib_write_lat -d rxe_w0 -x "$g0" -F -s 1024 -n $n -p $port)
@@ -186,30 +234,79 @@ for t in "ib_read_lat -s 4096" "ib_atomic_lat"; do
 	pair "$t -n $n (rxe_w0 here -> rsoft_w1 in $ns): the client's row" ns_tcp $port perf_row
 	port=$((port + 1))
 done
-# and rsoft's requester: READs whose responses come back in packets of
-# the path MTU, placed in order, and atomics, from rsoft_w1 to rxe_w0.
-for t in "ib_read_bw -s 65536" "ib_read_lat -s 4096" "ib_atomic_lat"; do
+reads=$(($(counter rsoft_w1 rdma_reads) - reads0))
+atomics=$(($(counter rsoft_w1 atomics) - atomics0))
+check "rsoft_w1 executed rxe_w0's $reads READs and $atomics atomics (at least $n each)" \
+	test $reads -ge $n -a $atomics -ge $n
+port=7715
+for t in "ib_read_lat -s 4096" "ib_atomic_lat"; do
 	srv=($t -d rxe_w0 -x "$g0" -F -n $n -p $port)
 	cli=($t -d rsoft_w1 -x "$g1" -F -n $n -p $port $ip0)
 	ns_pair "$t -n $n (rsoft_w1 in $ns -> rxe_w0 here): the client's row" tcp $port perf_row
 	port=$((port + 1))
 done
-reads=$(($(counter rsoft_w1 rdma_reads) - reads0))
-atomics=$(($(counter rsoft_w1 atomics) - atomics0))
-check "rsoft_w1 executed rxe_w0's $reads READs and $atomics atomics (at least $n each)" \
-	test $reads -ge $n -a $atomics -ge $n
 
-# rdma_cm over RC between rsoft and rxe, each as the server: rping's
-# SENDs, the server's READ of the client's buffer and WRITE back, with
-# every round trip's data checked (-V).
-rping_data_100() { rping_data "$1" 100; }
+# rdma_cm between rsoft and rxe, each side the server: ucmatose's 4
+# connections, their CM MADs over QP1 and their SENDs.
+port=7760
+srv=(ucmatose -b $ip0 -p $port -c 4 -C 20)
+cli=(ucmatose -s $ip0 -p $port -c 4 -C 20)
+ns_pair "ucmatose -c 4 -C 20 (rsoft_w1 in $ns -> rxe_w0 here)" cm $port cmatose_done
+srv=(ip netns exec $ns ucmatose -b $ip1 -p $port -c 4 -C 20)
+cli=(ucmatose -s $ip1 -p $port -c 4 -C 20)
+pair "ucmatose -c 4 -C 20 (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port cmatose_done
+kill $dump 2>/dev/null
+wait $dump
+show "$work/tcpdump.err" tcpdump
+decoded "tshark decodes the capture as RoCE, nothing malformed" "$rc_pcap" $ip1 $ip0
+icrc "tcpdump's capture: each of rsoft's packets from $ip1 checks, and fails with a bit flipped" \
+	"$rc_pcap" --src $ip1 --min 1000
+
+# rping's SENDs, the server's READ of the client's buffer and WRITE back,
+# every round trip's data checked (-V), each side the server.
+rping_data_1000() { rping_data "$1" 1000; }
 port=7740
-srv=(rping -s -a $ip0 -p $port -C 100)
-cli=(rping -c -a $ip0 -p $port -C 100 -v -V)
-ns_pair "rping -C 100 -v -V (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rping_data_100
-srv=(ip netns exec $ns rping -s -a $ip1 -p $port -C 100)
-cli=(rping -c -a $ip1 -p $port -C 100 -v -V)
-pair "rping -C 100 -v -V (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rping_data_100
+srv=(rping -s -a $ip0 -p $port -C 1000)
+cli=(rping -c -a $ip0 -p $port -C 1000 -v -V)
+ns_pair "rping -C 1000 -v -V (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rping_data_1000
+srv=(ip netns exec $ns rping -s -a $ip1 -p $port -C 1000)
+cli=(rping -c -a $ip1 -p $port -C 1000 -v -V)
+pair "rping -C 1000 -v -V (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rping_data_1000
+# perftest over rdma_cm (-R): each operation once, the directions taking
+# turns; librpma (every operation verified) and libfabric's verbs
+# provider, each side the server.
+port=7761
+for t in "send_bw rsoft_w1" "write_lat rxe_w0" "read_bw rsoft_w1" "atomic_lat rxe_w0"; do
+	read -r t from <<<"$t"
+	if [[ $from == rsoft_w1 ]]; then
+		srv=(ib_$t -d rxe_w0 -R -F -n 50 -p $port)
+		cli=(ib_$t -d rsoft_w1 -R -F -n 50 -p $port $ip0)
+		ns_pair "ib_$t -R (rsoft_w1 in $ns -> rxe_w0 here)" cm $port perf_row
+	else
+		srv=(ip netns exec $ns ib_$t -d rsoft_w1 -R -F -n 50 -p $port)
+		cli=(ib_$t -d rxe_w0 -R -F -n 50 -p $port $ip1)
+		pair "ib_$t -R (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port perf_row
+	fi
+	port=$((port + 1))
+done
+rpma=$here/build/rpma/rpma_check
+fi_pp=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -I 100 -S 4096 -c)
+rpma_srv=rxe_w0 rpma_cli=rsoft_w1
+srv=("$rpma" server $ip0 $port)
+cli=("$rpma" client $ip0 $port)
+ns_pair "librpma: read, write, send, with immediate (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rpma_ok
+rpma_srv=rsoft_w1 rpma_cli=rxe_w0
+srv=(ip netns exec $ns "$rpma" server $ip1 $port)
+cli=("$rpma" client $ip1 $port)
+pair "librpma: read, write, send, with immediate (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rpma_ok
+port=$((port + 1))
+srv=("${fi_pp[@]}" -d rxe_w0 -B $port)
+cli=("${fi_pp[@]}" -d rsoft_w1 -P $port $ip0)
+ns_pair "fi_pingpong -p verbs -e msg -c (rsoft_w1 in $ns -> rxe_w0 here)" tcp $port fi_row
+port=$((port + 1))
+srv=(ip netns exec $ns "${fi_pp[@]}" -d rsoft_w1 -B $port)
+cli=("${fi_pp[@]}" -d rxe_w0 -P $port $ip1)
+pair "fi_pingpong -p verbs -e msg -c (rxe_w0 here -> rsoft_w1 in $ns)" ns_tcp $port fi_row
 
 # --- e. a packet fuzzer (selftests/wire/pktfuzz.c) from raw sockets here
 # at rsoft_w1, one sender per CPU: valid UD SENDs, the same with one thing

@@ -11,7 +11,7 @@ PKGS=(
 	"rust-web-clippy=$RUST_VER" "rustfmt-web=$RUST_VER"
 	"clang-$LLVM_VER" "libclang-$LLVM_VER-dev" "lld-$LLVM_VER" "llvm-$LLVM_VER"
 	bc flex bison libelf-dev libssl-dev cpio xz-utils make kmod gcc
-	qemu-system-x86 busybox-static iproute2 strace dmsetup
+	qemu-system-x86 busybox-static iproute2 strace dmsetup tcpdump tshark
 	"ibverbs-utils=$RDMA_CORE_VER" "ibverbs-providers=$RDMA_CORE_VER"
 	"libibverbs1=$RDMA_CORE_VER" "libibverbs-dev=$RDMA_CORE_VER"
 	"rdma-core=$RDMA_CORE_VER" "python3-pyverbs=$RDMA_CORE_VER" perftest

@@ -68,31 +68,45 @@ pub(crate) fn answer(
 /// whose answers come later, its packets taking `psns` PSNs. They are
 /// noted before the first leaves: an answer can come back before the
 /// sending returns (from another namespace of this host, in the softirq
-/// that the sending runs).
-pub(super) fn launch(qp: &QpUse, head: &Head<'_>, psns: u32) {
-    let mut inner = qp.inner.lock();
-    if !head.is_queued(&inner) {
-        return;
-    }
-    let epoch = inner.sq_epoch;
-    let mut flight = Flight::new(epoch, head.psn, psns);
-    // A READ's response packets placed before it was sent again stand:
-    // the new response is placed from where they end.
-    if let Some(before) = inner
-        .flight
-        .filter(|f| f.epoch == epoch && f.first == head.psn)
-    {
-        flight.expect = before.expect;
-    }
-    inner.flight = Some(flight);
-}
-
-/// The head WQE of `qp` (copied as `head`) did not leave as packets after
-/// all: nothing answers the PSNs [`launch`] noted.
-pub(super) fn grounded(qp: &QpUse, head: &Head<'_>) {
+/// that the sending runs). Unless [`Launched::left`] says the packets
+/// left, nothing answers those PSNs and the note goes with the guard.
+pub(super) fn launch<'a>(qp: &'a QpUse, head: &'a Head<'a>, psns: u32) -> Launched<'a> {
     let mut inner = qp.inner.lock();
     if head.is_queued(&inner) {
-        inner.flight = None;
+        let epoch = inner.sq_epoch;
+        let mut flight = Flight::new(epoch, head.psn, psns);
+        // A READ's response packets placed before it was sent again
+        // stand: the new response is placed from where they end.
+        if let Some(before) = inner
+            .flight
+            .filter(|f| f.epoch == epoch && f.first == head.psn)
+        {
+            flight.expect = before.expect;
+        }
+        inner.flight = Some(flight);
+    }
+    Launched { qp, head }
+}
+
+/// The flight [`launch`] noted for a request about to leave.
+pub(super) struct Launched<'a> {
+    qp: &'a QpUse,
+    head: &'a Head<'a>,
+}
+
+impl Launched<'_> {
+    /// The request left as packets: its flight stands.
+    pub(super) fn left(self) {
+        core::mem::forget(self);
+    }
+}
+
+impl Drop for Launched<'_> {
+    fn drop(&mut self) {
+        let mut inner = self.qp.inner.lock();
+        if self.head.is_queued(&inner) {
+            inner.flight = None;
+        }
     }
 }
 

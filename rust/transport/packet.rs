@@ -150,11 +150,19 @@ pub(crate) struct Packets {
     pub(crate) psns: u32,
 }
 
+/// `len` bytes cut into packets at `mtu` (never below IB's smallest): the
+/// payload of each packet but the last, and how many there are (one, when
+/// there is no payload). Requester and responder must cut alike, as a
+/// READ's response PSNs follow from it.
+pub(crate) fn cut(len: u32, mtu: u32) -> (u32, u32) {
+    let mtu = mtu.max(Mtu::Mtu256.bytes());
+    (mtu, len.div_ceil(mtu).max(1))
+}
+
 impl Request<'_> {
-    /// Its packets, at its MTU (never below IB's smallest).
+    /// Its packets, at its MTU.
     pub(crate) fn packets(&self) -> Packets {
-        let mtu = self.mtu.max(Mtu::Mtu256.bytes());
-        let each = self.len.div_ceil(mtu).max(1);
+        let (mtu, each) = cut(self.len, self.mtu);
         let (sent, psns) = match self.opcode {
             Opcode::Read => (1, each),
             Opcode::CompareSwap | Opcode::FetchAdd => (1, 1),

@@ -135,14 +135,14 @@ pub(crate) fn send(
     };
     // A connected QP's request for a port that it does not keep may go
     // on a wire whose answers come later.
-    let launched = datagram.is_none() && matches!(target, Dest::Address(_));
-    if launched {
-        comp::launch(qp, head, req.packets().psns);
-    }
+    let flight = (datagram.is_none() && matches!(target, Dest::Address(_)))
+        .then(|| comp::launch(qp, head, req.packets().psns));
     let req = req.resumed(head.resume);
     let carried = wire.carry(net, target, &req, room, pace, after);
-    if launched && !matches!(carried, Carried::Sent { .. }) {
-        comp::grounded(qp, head);
+    match (flight, &carried) {
+        (Some(flight), Carried::Sent { .. }) => flight.left(),
+        // Dropped: nothing answers a request that did not leave.
+        (flight, _) => drop(flight),
     }
     match carried {
         Carried::Answered(response) => {

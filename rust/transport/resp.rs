@@ -204,7 +204,7 @@ fn judge<'r>(
         Sequence::Ahead => {
             return out_of_sequence(d).map_or(Verdict::Drop, |n| Verdict::Nak(n, None))
         }
-        Sequence::Expected => d.sequence_naked = false,
+        Sequence::Expected => in_sequence(d),
         Sequence::Duplicate => {
             port.counters.add(Counter::WireDuplicates, 1);
             if !matches!(req.op, SendOp::RdmaRead(_)) {
@@ -309,6 +309,12 @@ pub(super) fn out_of_sequence(d: &mut QpInner) -> Option<Nak> {
         return None;
     }
     Some(Nak::Sequence(d.resp_psn))
+}
+
+/// Notes that the responder whose lock `d` is took the packet it expects:
+/// a gap after it is a new one, NAKed again.
+pub(super) fn in_sequence(d: &mut QpInner) {
+    d.sequence_naked = false;
 }
 
 /// Whether `req` comes from the port the responder's path leads to: an RC

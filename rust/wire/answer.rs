@@ -14,7 +14,7 @@ use crate::{
     payload::Payload,
     psn::Psn,
     qp::Qpn,
-    transport::{Nak, Response},
+    transport::{self, Nak, Response},
 };
 
 /// Whom a request came from, and what it asked.
@@ -71,8 +71,7 @@ pub(super) fn send(port: &Net, to: &Asker, response: Response) {
         Response::Read(sge) => {
             let sges = [sge];
             let data = Payload::Sges(&sges);
-            let mtu = to.mtu.max(frame::MIN_MTU);
-            let packets = sge.length.div_ceil(mtu).max(1);
+            let (mtu, packets) = transport::cut(sge.length, to.mtu);
             let ack = aeth(Response::ACK_SYNDROME);
             let bare = Ext::default();
             for i in 0..packets {

@@ -29,8 +29,6 @@ pub(super) const IMM_DT: usize = 4;
 pub(super) const IETH: usize = 4;
 pub(super) const AETH: usize = 4;
 pub(super) const ATOMIC_ETH: usize = 28;
-/// The smallest path MTU.
-pub(super) const MIN_MTU: u32 = 256;
 /// The default partition: the one P_Key of rsoft's ports.
 const PKEY: u16 = 0xffff;
 /// The IP time to live of a GRH with no hop limit.

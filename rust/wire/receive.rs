@@ -279,7 +279,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     };
     let route = path.ok_or(Dropped::Other)?;
     let span = match part.op {
-        Opcode::Read => len.div_ceil(mtu.max(frame::MIN_MTU)).max(1),
+        Opcode::Read => transport::cut(len, mtu).1,
         _ => 1,
     };
     let req = Request {

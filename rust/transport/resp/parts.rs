@@ -8,7 +8,9 @@
 //! receive (a WRITE with immediate data takes it then). Each packet is at
 //! most an MTU and is placed under the responder's lock.
 
-use super::{complete_locked, is_from_peer, out_of_sequence, receive_at, recv_wc, Recv};
+use super::{
+    complete_locked, in_sequence, is_from_peer, out_of_sequence, receive_at, recv_wc, Recv,
+};
 use crate::{
     complete::After,
     copy::Pace,
@@ -121,7 +123,7 @@ pub(super) fn go_on(
         return None;
     }
     match req.psn.against(d.resp_psn) {
-        Sequence::Expected => d.sequence_naked = false,
+        Sequence::Expected => in_sequence(&mut d),
         // UC: a packet was lost, and with it the message.
         _ if uc => {
             abandon(port, dest, &mut d, after);
