@@ -47,6 +47,10 @@ impl Runner for Net {
         kick(self, qp, ctx);
     }
 
+    fn send_answers(&self, qp: &QpUse) -> bool {
+        wire::send_answers(self, qp)
+    }
+
     fn port(&self) -> &dyn Any {
         self
     }

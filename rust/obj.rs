@@ -9,6 +9,7 @@ pub(crate) mod cq;
 pub(crate) mod inbound;
 pub(crate) mod mr;
 pub(crate) mod qp;
+pub(crate) mod reply;
 pub(crate) mod scratch;
 pub(crate) mod srq;
 pub(crate) mod wq;

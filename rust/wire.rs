@@ -15,5 +15,6 @@ mod local;
 mod receive;
 mod roce;
 
+pub(crate) use answer::send_answers;
 pub(crate) use local::Local;
 pub(crate) use roce::Roce;

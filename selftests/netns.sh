@@ -94,6 +94,17 @@ else
 	rdma statistic show link rsoft_v1/1 | sed 's/^/# /'
 fi
 
+# A READ of 1 MiB: 1024 response packets, which rsoft_v0's worker sends
+# in batches. Sent from the softirq that took the READ, they would
+# overflow the veth's backlog (1000 packets), and be asked for again.
+r1=$(counter rsoft_v1 wire_resent_packets)
+srv=(ib_read_bw -d rsoft_v0 -x "$g0" -F -s 1048576 -n 5 -p $port)
+cli=(ib_read_bw -d rsoft_v1 -x "$g1" -F -s 1048576 -n 5 -p $port $ip0)
+ns_pair "ib_read_bw -s 1048576 -n 5 ($ns -> here)" tcp $port perf_row
+r1=$(($(counter rsoft_v1 wire_resent_packets) - r1))
+check "... none of its READs asked again for response packets (resent $r1)" test $r1 -eq 0
+port=$((port + 1))
+
 # RC over a lossy veth (netem: 2% lost and 2% duplicated each way, a
 # quarter reordered; see lossy_rc): rsoft's reliability at both ends, no
 # RETRY_EXC at the default retry count; both sent packets again.

@@ -26,6 +26,7 @@ use crate::{
     inbound::Inbound,
     new_irq_spinlock,
     psn::Psn,
+    reply::Replies,
     retry::Retries,
     scratch::Scratch,
     srq::SrqShared,
@@ -102,6 +103,8 @@ pub(crate) struct QpInner {
     pub(crate) inbound: Option<Inbound>,
     /// The responder's last atomic and its result, for a duplicate.
     pub(crate) last_atomic: Option<(Psn, u64)>,
+    /// The responder's answers that wait for the QP's worker.
+    pub(crate) replies: Replies,
     /// The peer a connected QP sends to, as last found.
     peer: Option<Peer>,
     /// Bumped by every modify: a peer found for the path before is not
@@ -208,6 +211,10 @@ impl Ctx {
 pub(crate) trait Runner: Send + Sync {
     fn run(&self, qp: &QpUse, ctx: Ctx);
 
+    /// Sends a batch of the answers that wait for `qp`'s worker, from
+    /// that worker alone; returns whether some still wait.
+    fn send_answers(&self, qp: &QpUse) -> bool;
+
     /// The port itself (a [`crate::net::Net`]), for the wire that delivers
     /// to its QPs.
     fn port(&self) -> &dyn Any;
@@ -234,6 +241,10 @@ impl WorkItem for QpShared {
 
     fn run(this: Arc<QpShared>) {
         if let Some(qp) = this.enter() {
+            // The rest in a later run: other work goes in between.
+            if this.runner.send_answers(&qp) {
+                qp.defer();
+            }
             this.runner.run(&qp, Ctx::WORKER);
         }
     }
@@ -261,6 +272,7 @@ impl QpShared {
             resp_psn: Psn::default(),
             sequence_naked: false,
             last_atomic: None,
+            replies: Replies::new()?,
             inbound: None,
             peer: None,
             path_epoch: 0,

@@ -2,27 +2,38 @@
 
 //! A responder's answers to requests from other hosts, back along its
 //! QP's path: an ACK or NAK (AETH), a READ's data as READ RESPONSE packets
-//! of the path MTU, an atomic's original value (AtomicAckETH).
+//! of the path MTU, an atomic's original value (AtomicAckETH). A short
+//! answer leaves from the softirq that took the request; a long READ's
+//! response, and every answer behind it, waits for the QP's worker
+//! ([`crate::reply`]), which sends a batch of packets per run.
 
 use super::{
     bth,
     frame::{self, Ext, Frame},
 };
 use crate::{
-    ib::Grh,
+    counters::Counter,
+    ib::{Grh, QpState},
     net::Net,
     payload::Payload,
     psn::Psn,
-    qp::Qpn,
+    qp::{QpUse, Qpn},
+    reply::{Reply, Said},
     transport::{self, Nak, Response},
 };
+
+/// READ responses of at most this many packets leave from the softirq
+/// that took the READ.
+const BURST: u32 = 16;
+
+/// The packets of waiting answers that one run of a QP's worker sends.
+const BATCH: u32 = 64;
 
 /// Whom a request came from, and what it asked.
 pub(super) struct Asker {
     /// The responder QP's path, to the requester.
     pub(super) route: Grh,
-    /// The responder QP and the requester's.
-    pub(super) src: Qpn,
+    /// The requester's QP.
     pub(super) dest: Qpn,
     /// The request's PSN, the first a READ's responses take.
     pub(super) psn: Psn,
@@ -39,42 +50,100 @@ fn aeth(syndrome: u8) -> Ext {
     ext
 }
 
-/// Sends `response` to the request of `to` from `port`. An ACK goes only
-/// where one was asked for: rxe asks on a message's last packet, and
-/// every 64 packets of a long one.
-pub(super) fn send(port: &Net, to: &Asker, response: Response) {
-    let none = Payload::Inline(&[]);
+/// Sends `response` from `qp` of `port` to the request of `to`: at once,
+/// or after the answers that wait for `qp`'s worker.
+pub(super) fn send(port: &Net, qp: &QpUse, to: &Asker, response: Response) {
     if let Some(counter) = response.nak_counter(true) {
         port.counters.add(counter, 1);
     }
-    let (syndrome, psn) = match response {
+    let said = match response {
         Response::Ack if !to.ack_req => return,
-        Response::Ack => (Response::ACK_SYNDROME, to.psn),
-        // It names the PSN its responder expects, not the request's.
-        Response::Nak(nak @ Nak::Sequence(expected)) => (nak.syndrome(), expected),
-        Response::Nak(nak) => (nak.syndrome(), to.psn),
+        Response::Ack => Said::Ack,
+        Response::Nak(nak) => Said::Nak(nak.syndrome()),
         // The responder's own memory failed it mid-copy (an MR went).
-        Response::Fault => (Nak::RemoteOperation.syndrome(), to.psn),
-        Response::Atomic(old) => {
-            let mut ext = aeth(Response::ACK_SYNDROME);
-            ext.put(&old.to_be_bytes());
-            out(
-                port,
-                to,
-                bth::ATOMIC_ACKNOWLEDGE,
-                &ext,
-                to.psn,
-                (none, 0, 0),
-            );
+        Response::Fault => Said::Nak(Nak::RemoteOperation.syndrome()),
+        Response::Atomic(old) => Said::Atomic(old),
+        Response::Read(sge) => Said::Read { sge, sent: 0 },
+    };
+    let psn = match response {
+        // It names the PSN its responder expects, not the request's.
+        Response::Nak(Nak::Sequence(expected)) => expected,
+        _ => to.psn,
+    };
+    let reply = Reply {
+        route: to.route,
+        dest: to.dest.num(),
+        psn,
+        mtu: to.mtu,
+        said,
+    };
+    let long =
+        matches!(said, Said::Read { sge, .. } if transport::cut(sge.length, to.mtu).1 > BURST);
+    {
+        let mut inner = qp.inner.lock();
+        if long || !inner.replies.is_empty() {
+            let first = inner.replies.is_empty();
+            if !inner.replies.push(reply) {
+                port.counters.add(Counter::WireReceiveDrops, 1);
+            } else if first {
+                drop(inner);
+                qp.defer();
+            }
             return;
         }
-        Response::Read(sge) => {
+    }
+    emit(port, qp.qpn, &reply, u32::MAX);
+}
+
+/// Sends up to [`BATCH`] packets of the answers that wait for `qp`, a QP
+/// of `port`, from its worker; returns whether some still wait. A QP that
+/// left RTR and RTS answers nothing more.
+pub(crate) fn send_answers(port: &Net, qp: &QpUse) -> bool {
+    let mut budget = BATCH;
+    while budget > 0 {
+        let (turn, reply) = {
+            let mut inner = qp.inner.lock();
+            if !matches!(inner.state, QpState::Rtr | QpState::Rts) {
+                inner.replies.clear();
+                return false;
+            }
+            match inner.replies.oldest() {
+                Some(oldest) => oldest,
+                None => return false,
+            }
+        };
+        let before = match reply.said {
+            Said::Read { sent, .. } => sent,
+            _ => 0,
+        };
+        let (out, done) = emit(port, qp.qpn, &reply, budget);
+        budget = budget.saturating_sub(out.saturating_sub(before).max(1));
+        qp.inner.lock().replies.sent(turn, out, done);
+    }
+    !qp.inner.lock().replies.is_empty()
+}
+
+/// Sends up to `most` packets of `reply` from QP `src` of `port`, from
+/// where it stands; returns how many of its packets are then out, and
+/// whether that is all of them.
+fn emit(port: &Net, src: Qpn, reply: &Reply, most: u32) -> (u32, bool) {
+    let none = Payload::Inline(&[]);
+    let (opcode, ext) = match reply.said {
+        Said::Ack => (bth::ACKNOWLEDGE, aeth(Response::ACK_SYNDROME)),
+        Said::Nak(syndrome) => (bth::ACKNOWLEDGE, aeth(syndrome)),
+        Said::Atomic(old) => {
+            let mut ext = aeth(Response::ACK_SYNDROME);
+            ext.put(&old.to_be_bytes());
+            (bth::ATOMIC_ACKNOWLEDGE, ext)
+        }
+        Said::Read { sge, sent } => {
             let sges = [sge];
             let data = Payload::Sges(&sges);
-            let (mtu, packets) = transport::cut(sge.length, to.mtu);
+            let (mtu, packets) = transport::cut(sge.length, reply.mtu);
             let ack = aeth(Response::ACK_SYNDROME);
             let bare = Ext::default();
-            for i in 0..packets {
+            let end = packets.min(sent.saturating_add(most));
+            for i in sent..end {
                 let (first, last) = (i == 0, i + 1 == packets);
                 let (opcode, ext) = match (first, last) {
                     (true, true) => (bth::READ_RESPONSE_ONLY, &ack),
@@ -84,26 +153,29 @@ pub(super) fn send(port: &Net, to: &Asker, response: Response) {
                 };
                 let skip = i * mtu;
                 let len = (sge.length - skip).min(mtu);
-                out(port, to, opcode, ext, to.psn.add(i), (data, skip, len));
+                out(
+                    port,
+                    src,
+                    reply,
+                    opcode,
+                    ext,
+                    reply.psn.add(i),
+                    (data, skip, len),
+                );
             }
-            return;
+            return (end, end == packets);
         }
     };
-    out(
-        port,
-        to,
-        bth::ACKNOWLEDGE,
-        &aeth(syndrome),
-        psn,
-        (none, 0, 0),
-    );
+    out(port, src, reply, opcode, &ext, reply.psn, (none, 0, 0));
+    (1, true)
 }
 
-/// Sends one answer packet to `to`: `opcode` with `ext`, at `psn`, with
-/// `len` bytes of `data` from its byte `skip` on.
+/// Sends one packet of `reply` from QP `src`: `opcode` with `ext`, at
+/// `psn`, with `len` bytes of `data` from its byte `skip` on.
 fn out(
     port: &Net,
-    to: &Asker,
+    src: Qpn,
+    reply: &Reply,
     opcode: u8,
     ext: &Ext,
     psn: Psn,
@@ -113,13 +185,13 @@ fn out(
         opcode,
         solicited: false,
         ack_req: false,
-        src: to.src,
-        dest: to.dest,
+        src,
+        dest: Qpn::of(reply.dest),
         psn,
         ext,
         data,
         skip,
         len,
     };
-    frame::send(port, &to.route, &f);
+    frame::send(port, &reply.route, &f);
 }

@@ -317,13 +317,12 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     if let (Some(response), bth::RC) = (response, pkt.transport) {
         let asker = answer::Asker {
             route,
-            src: pkt.dest,
             dest: req.src.qpn,
             psn: pkt.psn,
             mtu,
             ack_req: pkt.ack_req,
         };
-        answer::send(port, &asker, response);
+        answer::send(port, &qp, &asker, response);
     }
     Ok(())
 }
