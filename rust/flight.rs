@@ -41,9 +41,12 @@ pub(crate) enum Outcome {
     Fault,
 }
 
-/// The AETH syndromes' top bits: an ACK, or the code of a NAK in the low
-/// five bits.
-const ACK: u8 = 0x00;
+/// Whether an AETH's `syndrome` is an ACK's (IBA 9.7.5.2.6: its top three
+/// bits are 0; an RNR NAK's are 1 and another NAK's 3, the low five bits
+/// the credits, the timer or the NAK code).
+pub(crate) fn is_ack(syndrome: u8) -> bool {
+    syndrome >> 5 == 0
+}
 
 /// Where the head send WQE's request stands.
 #[derive(Clone, Copy)]
@@ -78,7 +81,7 @@ impl Flight {
     /// last packet (an earlier one was not asked for), or a NAK of any.
     pub(crate) fn takes(&self, answer: &Answer) -> bool {
         match answer.outcome {
-            Outcome::Aeth(syndrome) if syndrome >> 5 != ACK => {
+            Outcome::Aeth(syndrome) if !is_ack(syndrome) => {
                 answer.psn.within(self.first, self.last)
             }
             _ => answer.psn == self.last,

@@ -7,6 +7,7 @@
 
 use crate::{
     counters::Counter,
+    flight,
     ib::{Datagram, Gid, Key, Mtu, Remote, SendOp},
     net::Link,
     payload::Payload,
@@ -281,8 +282,10 @@ impl Response {
     /// `None` for a reserved one.
     pub(crate) fn of_aeth(syndrome: u8, psn: Psn) -> Option<Self> {
         let code = syndrome & 0x1f;
+        if flight::is_ack(syndrome) {
+            return Some(Self::Ack);
+        }
         Some(match syndrome >> 5 {
-            0 => Self::Ack,
             1 => Self::Nak(Nak::Rnr(code)),
             3 => Self::Nak(match code {
                 0 => Nak::Sequence(psn),

@@ -14,7 +14,7 @@ use crate::{
     copy::Pace,
     counters::Counter,
     fabric::Fabric,
-    flight::{Answer, Outcome},
+    flight::{self, Answer, Outcome},
     ib::{self, Address, Gid, GidType, Grh, Key, NetDev, QpNum, QpType, Remote, SendOp},
     net::{Link, Net},
     payload::Payload,
@@ -377,7 +377,7 @@ fn take_returned(
     } else {
         // The AETH of data is an ACK's.
         let [syndrome] = field(body, 0)?;
-        if syndrome >> 5 != 0 {
+        if !flight::is_ack(syndrome) {
             return Err(Dropped::Other);
         }
         frame::AETH
