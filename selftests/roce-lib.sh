@@ -208,5 +208,21 @@ lossy_rc() {
 	srv=(ip netns exec "$ns" ib_send_bw -d "$d1" -x "$g1" -F -s 65536 -n 50 -p $port)
 	cli=(ib_send_bw -d "$d0" -x "$g0" -F -s 65536 -n 50 -p $port "$ip1")
 	pair "lossy: ib_send_bw -s 65536 -n 50 ($d0 here -> $d1 in $ns)" ns_tcp $port perf_row
+	psn_wrap "lossy: " "$d0" "$g0" "$d1" "$g1"
+}
+
+# psn_wrap PREFIX D0 G0 D1 G1: selftests/wire/psnwrap between D0's GID G0
+# and D1's G1, each way: WRITEs, READs and SENDs of 64 packets whose PSNs
+# (and their answers') cross 2^24, every one's data checked.
+psn_wrap() {
+	local out rc=0
+	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/psnwrap" "${@:2}" 2>&1) ||
+		rc=$?
+	grep -v 'data intact$' <<<"$out"
+	if ((rc == 0)); then
+		pass "${1}RC across the PSN wrap, $2 <-> $4: WRITE, READ, SEND, data checked"
+	else
+		fail "${1}RC across the PSN wrap, $2 <-> $4: WRITE, READ, SEND, data checked"
+	fi
 }
 rping_data_50() { rping_data "$1" 50; }

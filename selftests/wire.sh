@@ -246,6 +246,8 @@ for t in "ib_read_lat -s 4096" "ib_atomic_lat"; do
 	port=$((port + 1))
 done
 
+psn_wrap "" rxe_w0 "$g0" rsoft_w1 "$g1"
+
 # rdma_cm between rsoft and rxe, each side the server: ucmatose's 4
 # connections, their CM MADs over QP1 and their SENDs.
 port=7760
