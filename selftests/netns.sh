@@ -36,10 +36,9 @@ for pp in "ibv_rc_pingpong -s 4096 -n 200 -c" "ibv_uc_pingpong -s 4096 -n 200 -c
 	ns_pair "$pp -g (rsoft_v1 in $ns -> rsoft_v0)" tcp $port pp_done
 	port=$((port + 1))
 done
-rping_data_200() { rping_data "$1" 200; }
-srv=(rping -s -a $ip0 -p $port -C 200)
-cli=(rping -c -a $ip0 -p $port -C 200 -v -V)
-ns_pair "rping -C 200 -v -V ($ns -> here)" cm $port rping_data_200
+srv=(rping -s -a $ip0 -p $port -C 1000)
+cli=(rping -c -a $ip0 -p $port -C 1000 -v -V)
+ns_pair "rping -C 1000 -v -V ($ns -> here)" cm $port rping_data_1000
 port=$((port + 1))
 srv=(ucmatose -b $ip0 -p $port -c 4 -C 20)
 cli=(ucmatose -s $ip0 -p $port -c 4 -C 20)

@@ -226,3 +226,4 @@ psn_wrap() {
 	fi
 }
 rping_data_50() { rping_data "$1" 50; }
+rping_data_1000() { rping_data "$1" 1000; }

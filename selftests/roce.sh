@@ -122,7 +122,6 @@ wait "$awpid" 2>/dev/null
 expect "rdma link: $ddev active again" "^link $ddev/1 state ACTIVE " rdma link
 
 # --- rdmacm-utils over the links' IPv4 addresses
-rping_data_1000() { rping_data "$1" 1000; }
 srv=(rping -s -a "$ip4" -p 7471 -C 1000)
 cli=(rping -c -a "$ip4" -p 7471 -C 1000 -v -V)
 pair "rping -C 1000 -v -V ($dev)" cm 7471 rping_data_1000

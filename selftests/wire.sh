@@ -266,7 +266,6 @@ icrc "tcpdump's capture: each of rsoft's packets from $ip1 checks, and fails wit
 
 # rping's SENDs, the server's READ of the client's buffer and WRITE back,
 # every round trip's data checked (-V), each side the server.
-rping_data_1000() { rping_data "$1" 1000; }
 port=7740
 srv=(rping -s -a $ip0 -p $port -C 1000)
 cli=(rping -c -a $ip0 -p $port -C 1000 -v -V)

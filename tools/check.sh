@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # `make check`: build what the tests need (debug kernel, rsoft.ko,
-# selftests), run the guest test suite under QEMU, the host checks and the
-# run on Debian's stock 7.3 kernel (tools/distro.sh), and
+# selftests), run the guest test suite under QEMU, the host checks, two
+# guests as two machines (tools/twohost.sh) and the run on Debian's stock
+# 7.3 kernel (tools/distro.sh), and
 # end with "N passed, N failed".
 set -uo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -62,6 +63,9 @@ say "running the guest test suite (debug kernel under QEMU)"
 if ! tools/vm.sh -k "$kdir" -n -t 3600 -- selftests/run-guest.sh | tee -a "$log"; then
 	tap "not ok" "guest test suite finished"
 fi
+
+say "two guests as two machines: NVMe over RDMA across the RoCEv2 wire"
+tools/twohost.sh "$kdir" | tee -a "$log"
 
 say "Debian's stock 7.3 kernel: rsoft.ko built against it and tested in its guest (make distro)"
 if ! tools/distro.sh | tee -a "$log"; then

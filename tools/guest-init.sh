@@ -23,6 +23,10 @@ done
 mount -t debugfs debugfs /sys/kernel/debug 2>/dev/null
 mkdir -p /run/share
 mount -t 9p -o trans=virtio,version=9p2000.L rsoftshare /run/share
+# vm.sh -s: a directory shared with the other guest, if there is one
+mkdir -p /run/peer
+mount -t 9p -o trans=virtio,version=9p2000.L rsoftpeer /run/peer 2>/dev/null ||
+	rmdir /run/peer
 echo "rsoft-guest: up"
 . /run/share/env
 

@@ -3,27 +3,39 @@
 # Boot the guest kernel in QEMU with the host's root file system shared
 # read-only (9p), rsoft.ko loaded, and run one command there.
 #
-#   tools/vm.sh [-k KDIR] [-t SECONDS] [-n] [-m ARGS] [-o DIR] -- COMMAND [ARG...]
+#   tools/vm.sh [-k KDIR] [-t SECONDS] [-n] [-m ARGS] [-o DIR]
+#               [-w listen|connect:PORT -s DIR] -- COMMAND [ARG...]
 #
 #   -k   kernel build directory (default: the cached debug kernel)
 #   -t   give up after this many seconds (default 600)
 #   -n   do not load rsoft.ko
 #   -m   module parameters for rsoft.ko (default devices=1: rsoft0)
 #   -o   keep the guest's dmesg (and status) in this host directory
+#   -w   a second NIC (eth1) on an Ethernet segment of its own: a QEMU
+#        socket network on 127.0.0.1:PORT, which the guest that listens
+#        shares with the one guest that connects (see tools/twohost.sh)
+#   -s   a host directory the guest may write, at /run/peer
 #
 # COMMAND runs as root in the host's current directory, seen by the guest.
 # Its output is printed; its exit status is vm.sh's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir=""
-while getopts k:t:nm:o: opt; do
+kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir="" extra=()
+while getopts k:t:nm:o:w:s: opt; do
 	case $opt in
 	k) kdir=$OPTARG ;;
 	t) timeout=$OPTARG ;;
 	n) load=0 ;;
 	m) modargs=$OPTARG ;;
 	o) outdir=$OPTARG ;;
+	w)
+		# Each end its own MAC: the listener ...:01, the other ...:02.
+		mac=52:54:00:52:ce:0$([[ ${OPTARG%%:*} == listen ]] && echo 1 || echo 2)
+		extra+=(-netdev "socket,id=wire,${OPTARG%%:*}=127.0.0.1:${OPTARG#*:}"
+			-device "virtio-net-pci,netdev=wire,mac=$mac")
+		;;
+	s) extra+=(-virtfs "local,path=$OPTARG,mount_tag=rsoftpeer,security_model=none") ;;
 	*) exit 2 ;;
 	esac
 done
@@ -58,7 +70,7 @@ qemu() {
 		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic acpi=noirq rcupdate.rcu_cpu_stall_suppress_at_boot=1" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,path="$share",mount_tag=rsoftshare,security_model=none \
-		-nic user,model=virtio-net-pci
+		-nic user,model=virtio-net-pci "${extra[@]}"
 }
 if [[ -w /dev/kvm && ! -f $kvm_verdict ]]; then
 	say "probing KVM"

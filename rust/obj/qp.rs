@@ -421,6 +421,7 @@ impl QpInner {
                 self.flight = None;
                 self.answer = None;
                 self.inbound = None;
+                self.replies.clear();
             }
             if next != QpState::Error {
                 self.state = next;

@@ -141,7 +141,7 @@ impl Replies {
         }
     }
 
-    /// Drops every waiting answer: the QP left RTR and RTS.
+    /// Drops every waiting answer: the QP was reset, or left RTR and RTS.
     pub(crate) fn clear(&mut self) {
         while self.len > 0 {
             self.sent(Turn(self.turn), 0, true);
