@@ -156,6 +156,9 @@ port=7702
 srv=(ibv_ud_pingpong -d rxe_w0 -g "$g0" -p $port -s 512 -n 100 -c)
 cli=(ibv_ud_pingpong -d rsoft_w1 -g "$g1" -p $port -s 512 -n 100 -c $ip0)
 ns_pair "ibv_ud_pingpong -s 512 -n 100 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
+srv=(ip netns exec $ns ibv_ud_pingpong -d rsoft_w1 -g "$g1" -p 7707 -s 512 -n 100 -c)
+cli=(ibv_ud_pingpong -d rxe_w0 -g "$g0" -p 7707 -s 512 -n 100 -c $ip1)
+pair "ibv_ud_pingpong -s 512 -n 100 -c -g (rxe_w0 here <-> rsoft_w1 in $ns, the server)" ns_tcp 7707 pp_done
 # rdma_cm resolves over QP1, whose MADs cross the wire too; udaddy always
 # uses port 7174.
 srv=(udaddy -b $ip0 -c 2 -C 10)
@@ -220,6 +223,10 @@ for t in ibv_rc_pingpong ibv_uc_pingpong; do
 	srv=($t -d rxe_w0 -g "$g0" -p $port -s 4096 -n 50 -c)
 	cli=($t -d rsoft_w1 -g "$g1" -p $port -s 4096 -n 50 -c $ip0)
 	ns_pair "$t -s 4096 -n 50 -c -g (rsoft_w1 in $ns <-> rxe_w0 here)" tcp $port pp_done
+	# and rsoft the server
+	srv=(ip netns exec $ns $t -d rsoft_w1 -g "$g1" -p $((port + 8)) -s 4096 -n 50 -c)
+	cli=($t -d rxe_w0 -g "$g0" -p $((port + 8)) -s 4096 -n 50 -c $ip1)
+	pair "$t -s 4096 -n 50 -c -g (rxe_w0 here <-> rsoft_w1 in $ns, the server)" ns_tcp $((port + 8)) pp_done
 	port=$((port + 10))
 done
 port=7711
