@@ -181,13 +181,15 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
         }
         inner.retries.plan(head.budget(), refusal)
     };
+    // A request that left goes on to the next, while the front's answer
+    // is awaited.
     match plan {
         Plan::Fail(status) => more(transport::retries_exceeded(net, qp, &head, status, after)),
         Plan::Wait(us) => {
             qp.arm_retry(us);
-            Next::Idle
+            more(did)
         }
-        Plan::Idle => Next::Idle,
+        Plan::Idle => more(did),
     }
 }
 

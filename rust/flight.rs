@@ -1,28 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! An RC request on a wire whose answers come later, in softirq (the
-//! RoCEv2 wire): the requester notes the PSNs its packets carry and
-//! waits; the receive path notes the answer that names one of them, and
-//! the completer retires the WQE from it on the QP's next run. Without an
-//! answer, the local ACK timeout has the requester send the request
-//! again, from its first packet (go-back-N). One request is in flight at
-//! a time: a window of one WQE.
+//! An RC requester's window on a wire whose answers come later, in
+//! softirq (the RoCEv2 wire): the send WQEs at the front of the queue
+//! whose requests left, with the PSNs each took. The requester goes on
+//! sending while the window has room; the receive path notes how far the
+//! answers reach (an ACK answers every PSN up to its own, so the responder
+//! may coalesce them, IBA 9.7.5.1.2), and the completer retires WQEs in
+//! order from it on the QP's next run. A NAK, a READ response that skips
+//! one, or the local ACK timeout sends the requests again from the first
+//! PSN not answered (go-back-N).
 
 use crate::psn::Psn;
 
-/// The packets of the head send WQE's request, as last sent: its own,
-/// or those of a READ's response.
-#[derive(Clone, Copy)]
-pub(crate) struct Flight {
-    /// The send queue's epoch when it was sent: a RESET discards it.
-    pub(crate) epoch: u32,
-    pub(crate) first: Psn,
-    pub(crate) last: Psn,
-    /// The first PSN not known to have arrived: a READ's next response
-    /// packet to place (they are taken in order), or the packet of a SEND
-    /// or WRITE that its responder NAKed as the one it expects.
-    pub(crate) expect: Psn,
-}
+/// Most requests in flight at once.
+const MAX_WQES: usize = 32;
+
+/// Most PSNs in flight at once: as rxe's 128 unacknowledged PSNs. A
+/// request that takes more leaves alone, as many packets at a time as the
+/// answers leave room for.
+const MAX_PSNS: u32 = 128;
+
+/// A long message asks for an ACK every this many packets, so that its
+/// later packets may leave as the answers come.
+pub(crate) const ACK_EVERY: u32 = 32;
 
 /// An answer from the wire: the PSN it names and what it says.
 #[derive(Clone, Copy)]
@@ -48,43 +48,276 @@ pub(crate) fn is_ack(syndrome: u8) -> bool {
     syndrome >> 5 == 0
 }
 
-/// Where the head send WQE's request stands.
+/// Where the send WQE that a step acts on stands.
 #[derive(Clone, Copy)]
 pub(crate) enum Leg {
-    /// Not on a wire that answers later: the requester sends it.
+    /// Its request has not left: the requester sends it.
     Unsent,
     /// Sent; no answer yet, and the wait for one has not run out.
     Waiting,
-    /// Sent, and the wait for an answer ran out: it is sent again.
+    /// Sent, and to be sent again: the wait for an answer ran out, or the
+    /// responder asked for it again.
     Due,
+    /// Sent in part: the answers leave room for more of its packets.
+    Rest,
     /// Answered.
     Answered(Answer),
 }
 
-impl Flight {
-    /// The request is `packets` packets from PSN `first` on.
-    pub(crate) fn new(epoch: u32, first: Psn, packets: u32) -> Self {
-        Self {
-            epoch,
-            first,
-            last: first.add(packets.saturating_sub(1)),
-            expect: first,
-        }
+/// A request that left.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Sent {
+    pub(crate) first: Psn,
+    pub(crate) last: Psn,
+    /// The first of its PSNs whose packet has not left: past `last` once
+    /// all have.
+    pub(crate) out: Psn,
+    /// A READ or an atomic: answered with data, which an ACK of a later
+    /// PSN cannot stand for.
+    pub(crate) returns: bool,
+}
+
+/// What an answer says beyond how far the answers reach.
+#[derive(Clone, Copy)]
+pub(crate) enum Event {
+    /// Send again from the first PSN not answered: a sequence-error NAK,
+    /// or an answer past a READ or atomic whose data did not all come.
+    Resend,
+    /// The request at the first PSN not answered was refused (a NAK,
+    /// an RNR NAK among them) or its data could not be placed.
+    Refused(Answer),
+}
+
+/// The requests in flight, oldest first: a ring. Entry `i` is the send
+/// queue's WQE `i`, counted from its front.
+#[derive(Default)]
+pub(crate) struct Window {
+    sent: [Sent; MAX_WQES],
+    start: usize,
+    len: usize,
+    /// How many of them left since the requester last went back: the next
+    /// to leave is this one (sent again, when below `len`).
+    cursor: usize,
+    /// The first PSN not answered.
+    expect: Psn,
+    event: Option<Event>,
+    /// `expect` when a READ response past it had the requests sent
+    /// again: a skip is acted on once, not once per packet after it.
+    skipped: Option<Psn>,
+}
+
+impl Window {
+    /// Entry `i`.
+    pub(crate) fn get(&self, i: usize) -> Option<Sent> {
+        (i < self.len).then(|| self.sent[(self.start + i) % MAX_WQES])
     }
 
-    /// The PSN of the next request.
-    pub(crate) fn next(&self) -> Psn {
-        self.last.next()
+    pub(crate) fn front(&self) -> Option<Sent> {
+        self.get(0)
     }
 
-    /// Whether `answer` is the one this request waits for: an ACK of its
-    /// last packet (an earlier one was not asked for), or a NAK of any.
-    pub(crate) fn takes(&self, answer: &Answer) -> bool {
-        match answer.outcome {
-            Outcome::Aeth(syndrome) if !is_ack(syndrome) => {
-                answer.psn.within(self.first, self.last)
-            }
-            _ => answer.psn == self.last,
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// Forgets every request: a RESET, or a new `sq_psn`.
+    pub(crate) fn clear(&mut self) {
+        *self = Self::default();
+    }
+
+    /// Whether the front request is answered in full.
+    pub(crate) fn front_answered(&self) -> bool {
+        self.front()
+            .is_some_and(|f| self.expect.since(f.first) > f.last.since(f.first))
+    }
+
+    /// Where the front request goes on from when sent again, in PSNs from
+    /// its first.
+    pub(crate) fn resume(&self) -> u32 {
+        self.front().map_or(0, |f| self.expect.since(f.first))
+    }
+
+    /// Where more of the front request's packets go on from, in PSNs from
+    /// its first, if some have not left and the answers leave room for at
+    /// least [`ACK_EVERY`] more.
+    pub(crate) fn rest(&self) -> Option<u32> {
+        let f = self.front()?;
+        let out = f.out.since(f.first);
+        let flying = f.out.since(self.expect);
+        (out <= f.last.since(f.first) && flying + ACK_EVERY <= MAX_PSNS).then_some(out)
+    }
+
+    /// How many of the `packets` of request `index` may have left once it
+    /// is sent now: all, unless it is the front and more than `MAX_PSNS`
+    /// of them would be unanswered.
+    pub(crate) fn send_to(&self, index: usize, packets: u32) -> u32 {
+        if index > 0 {
+            return packets;
         }
+        let answered = self.front().map_or(0, |f| self.expect.since(f.first));
+        packets.min(answered.saturating_add(MAX_PSNS))
+    }
+
+    /// Takes what the answers said beyond how far they reach.
+    pub(crate) fn take_event(&mut self) -> Option<Event> {
+        self.event.take()
+    }
+
+    /// The requests are all sent again, from the front.
+    pub(crate) fn go_back(&mut self) {
+        self.cursor = 0;
+    }
+
+    /// Whether request `index`, of `psns` PSNs, may leave now: a READ or
+    /// atomic if `returns`, one that waits for those before it if
+    /// `fenced`. One sent before may; a new one if the window is empty,
+    /// or has room for it: at most `max_rd_atomic` READs and atomics (one
+    /// if 0), and `MAX_PSNS` PSNs.
+    pub(crate) fn has_room(
+        &self,
+        index: usize,
+        psns: u32,
+        returns: bool,
+        fenced: bool,
+        max_rd_atomic: u8,
+    ) -> bool {
+        if index < self.len || self.len == 0 {
+            return true;
+        }
+        let (Some(front), Some(back)) = (self.front(), self.get(self.len - 1)) else {
+            return true;
+        };
+        let psns_out = back.last.since(front.first) + 1;
+        let reads = (0..self.len)
+            .filter(|&i| self.get(i).is_some_and(|s| s.returns))
+            .count();
+        self.len < MAX_WQES
+            && psns_out.saturating_add(psns) <= MAX_PSNS
+            && (!returns || reads < usize::from(max_rd_atomic.max(1)))
+            && (!fenced || reads == 0)
+    }
+
+    /// Request `index` (`sent`) leaves: returns whether it is new to the
+    /// window.
+    pub(crate) fn leave(&mut self, index: usize, sent: Sent) -> bool {
+        self.cursor = index + 1;
+        if index < self.len {
+            self.sent[(self.start + index) % MAX_WQES].out = sent.out;
+            return false;
+        }
+        if self.len == 0 {
+            self.expect = sent.first;
+            self.event = None;
+            self.skipped = None;
+        }
+        self.sent[(self.start + self.len) % MAX_WQES] = sent;
+        self.len += 1;
+        true
+    }
+
+    /// Request `index`, whose [`Window::leave`] said `new`, did not leave.
+    pub(crate) fn stay(&mut self, index: usize, new: bool) {
+        if new && index + 1 == self.len {
+            self.len -= 1;
+        }
+        self.cursor = index;
+    }
+
+    /// Takes the front request off, answered or failed: it was sent again
+    /// in this round if the cursor is past it.
+    pub(crate) fn retire(&mut self) -> Option<(Sent, bool)> {
+        let front = self.front()?;
+        let again = self.cursor > 0;
+        self.start = (self.start + 1) % MAX_WQES;
+        self.len -= 1;
+        self.cursor = self.cursor.saturating_sub(1);
+        Some((front, again))
+    }
+
+    /// The request whose PSNs hold `psn`, and its index.
+    pub(crate) fn holding(&self, psn: Psn) -> Option<(usize, Sent)> {
+        (0..self.len)
+            .filter_map(|i| Some((i, self.get(i)?)))
+            .find(|(_, s)| psn.within(s.first, s.last))
+    }
+
+    /// How far `psn` is from the front's first PSN; `None` beyond the
+    /// last that left.
+    fn offset(&self, psn: Psn) -> Option<u32> {
+        let front = self.front()?;
+        let back = self.get(self.len - 1)?;
+        let at = psn.since(front.first);
+        (at <= back.last.since(front.first) + 1).then_some(at)
+    }
+
+    /// Every PSN before `to` is answered. A READ or atomic among them
+    /// whose data did not all come stops that short of `to` and has the
+    /// requests sent again. Returns whether anything moved.
+    pub(crate) fn answered_to(&mut self, to: Psn) -> bool {
+        let (Some(to_at), Some(front)) = (self.offset(to), self.front()) else {
+            return false;
+        };
+        let at = self.expect.since(front.first);
+        if to_at <= at {
+            return false;
+        }
+        let short = (0..self.len).filter_map(|i| self.get(i)).find(|s| {
+            s.returns && s.last.since(front.first) >= at && s.first.since(front.first) < to_at
+        });
+        let Some(short) = short else {
+            self.expect = to;
+            self.event = None;
+            return true;
+        };
+        if short.last.since(front.first) >= to_at {
+            // A READ response past a lost one of the same READ: dropped,
+            // as rxe's completer does, for the local ACK timeout to
+            // resend it (reordering would otherwise resend it often).
+            return false;
+        }
+        let moved = short.first.since(front.first) > at;
+        if moved {
+            self.expect = short.first;
+            self.event = None;
+        }
+        if self.skipped != Some(self.expect) {
+            self.skipped = Some(self.expect);
+            self.event = Some(Event::Resend);
+            return true;
+        }
+        moved
+    }
+
+    /// A NAK (or a failure to place data) at `psn`, which comes to
+    /// `event`: every PSN before it is answered. Returns whether the
+    /// completer is to act.
+    pub(crate) fn refused_at(&mut self, psn: Psn, event: Event) -> bool {
+        let Some(front) = self.front() else {
+            return false;
+        };
+        if self.offset(psn).is_none() || psn.since(front.first) < self.expect.since(front.first) {
+            // Beyond what left, or older than what is known.
+            return false;
+        }
+        self.answered_to(psn);
+        if self.expect == psn {
+            self.event = Some(event);
+        }
+        true
+    }
+
+    /// The response packet at the first PSN not answered was placed.
+    pub(crate) fn placed(&mut self) {
+        self.expect = self.expect.next();
+        self.event = None;
+    }
+
+    /// The first PSN not answered.
+    pub(crate) fn expect(&self) -> Psn {
+        self.expect
     }
 }

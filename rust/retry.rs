@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Retrying the head send WQE of an RC QP. A responder that has no receive
+//! Retrying the front send WQE of an RC QP. A responder that has no receive
 //! answers with an RNR NAK, and the requester tries again after the
 //! responder's RNR timer, `rnr_retry` times. A responder that does not
 //! answer at all (none holds the destination, or it is not connected to
@@ -95,23 +95,26 @@ impl Retries {
         self.expired = false;
     }
 
-    /// A sequence-error NAK: the request is due at once, from the packet
-    /// the responder expects, as if the local ACK timeout had run out
-    /// (and it stays due until it is sent, should the runner hand it to
-    /// the QP's worker). It spends a retry as a timeout does; if the
-    /// responder took `more` of it than before, those spent so far are
-    /// forgiven.
-    pub(crate) fn resend_now(&mut self, more: bool) {
-        if more {
-            self.timeouts = 0;
-        }
+    /// A sequence-error NAK, or a READ response past data that did not
+    /// come: the request is due at once, from the first PSN not answered,
+    /// as if the local ACK timeout had run out (and it stays due until it
+    /// is sent, should the runner hand it to the QP's worker). It spends a
+    /// retry as a timeout does, unless the responder made progress
+    /// meanwhile ([`Retries::progressed`]).
+    pub(crate) fn resend_now(&mut self) {
         self.armed = Some(Refusal::Silence);
         self.expired = true;
     }
 
-    /// The responder answered part of the request: the local ACK
-    /// timeouts spent so far are forgiven, as a resent READ goes on from
-    /// where its response stopped.
+    /// Whether the requester waits out an RNR timer: nothing leaves
+    /// before it has run.
+    pub(crate) fn holds(&self) -> bool {
+        matches!(self.armed, Some(Refusal::Rnr(_))) && !self.expired
+    }
+
+    /// The responder answered part of what is in flight: the local ACK
+    /// timeouts spent so far are forgiven, as a request sent again goes
+    /// on from the first PSN not answered.
     pub(crate) fn progressed(&mut self) {
         self.timeouts = 0;
     }

@@ -34,6 +34,9 @@ pub(crate) enum Dest<'a> {
     Peer(&'a QpUse),
     /// The port an address names: the wire finds the QP there.
     Address(&'a Address),
+    /// An address on another host: the requests before this one to it
+    /// went on a wire that answers later, and this one follows them.
+    Remote(&'a Address),
 }
 
 /// What carries requests of a port's QPs (see [`crate::wire`]).

@@ -25,6 +25,13 @@
       --and-flip    both in one run (two lines): exits 0 only if every
                     packet passes as sent and fails with the bit flipped
 
+  icrc.py ahead PCAP --src ADDR --max N
+      Follows the RC requests that ADDR sends in PCAP (one RC connection)
+      and the ACKs, READ responses and atomic acknowledgements that come
+      back: prints "requests R acks A ahead M", M the most PSNs a request
+      ran ahead of the last one answered (IBA: an answer answers every PSN
+      up to its own), and exits 0 only if some were sent and M <= N.
+
 The ICRC (InfiniBand Architecture, RoCEv2 annex A17.3.3; Linux's
 drivers/infiniband/sw/rxe/rxe_icrc.c): CRC-32 (IEEE 802.3, reflected, as
 zlib.crc32) over 8 bytes of 0xff (the masked LRH of InfiniBand), then the IP
@@ -343,6 +350,37 @@ def check(path, flip=False, src=None, want_op=None, minimum=1):
     return 0 if bad == 0 else 1
 
 
+def ahead(path, src, most):
+    """Checks that src's RC requests run at most `most` PSNs ahead of the
+    answers; prints the summary line; returns the exit status."""
+    requests = acks = worst = 0
+    answered = None
+    for linktype, raw in read_pcap(path):
+        frame = to_ethernet(linktype, raw)
+        at = roce_frame(frame) if frame is not None else None
+        if at is None:
+            continue
+        p = Packet(frame, at)
+        # RC only (the CM's MADs are UD), up to the BTH's end (a capture
+        # may keep no more).
+        if p.opcode is None or p.opcode > 0x1F or len(frame) < p.bth + 12:
+            continue
+        psn = struct.unpack_from("!I", frame, p.bth + 8)[0] & 0xFFFFFF
+        answer = 0x0D <= p.opcode <= 0x12
+        if p.src == src and not answer:
+            requests += 1
+            if answered is None:
+                answered = (psn - 1) & 0xFFFFFF
+            worst = max(worst, (psn - answered) & 0xFFFFFF)
+        elif p.src != src and answer and answered is not None:
+            acks += 1
+            # Answers come in order; a late duplicate says nothing new.
+            if 0 < (psn - answered) & 0xFFFFFF < 1 << 23:
+                answered = psn
+    print(f"requests {requests} acks {acks} ahead {worst}")
+    return 0 if requests and worst <= most else 1
+
+
 def usage():
     print(__doc__.split("\nThe ICRC")[0], file=sys.stderr)
     return 2
@@ -370,6 +408,8 @@ def main(argv):
                 return usage()
         # (each pass runs, so that the output tells both verdicts)
         return max([check(path, f, src, op, minimum) for f in flips])
+    if len(argv) == 6 and argv[0] == "ahead" and argv[2] == "--src" and argv[4] == "--max":
+        return ahead(argv[1], ip_norm(argv[3]), int(argv[5]))
     return usage()
 
 

@@ -39,6 +39,10 @@ struct rc_path {
 	uint32_t sq_psn, rq_psn;
 	/* No responder resources (max_dest_rd_atomic 0) instead of one. */
 	int no_rd_atomic;
+	/* READs and atomics in flight each way (max_rd_atomic and
+	 * max_dest_rd_atomic), when not 0 (one).
+	 */
+	uint8_t rd_atomic;
 };
 
 /* Moves @qp (in RESET) through INIT, RTR and RTS along @p. */
@@ -59,7 +63,7 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 	attr.path_mtu = p->mtu;
 	attr.dest_qp_num = p->dest_qpn;
 	attr.rq_psn = p->rq_psn;
-	attr.max_dest_rd_atomic = !p->no_rd_atomic;
+	attr.max_dest_rd_atomic = p->no_rd_atomic ? 0 : p->rd_atomic ?: 1;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr = p->av;
 	/* UC has no responder resources, no retries, no acknowledgements. */
@@ -73,7 +77,7 @@ static inline int rc_connect(struct ibv_qp *qp, const struct rc_path *p)
 	attr.retry_cnt = p->retry_cnt;
 	attr.rnr_retry = p->rnr_retry;
 	attr.sq_psn = p->sq_psn;
-	attr.max_rd_atomic = 1;
+	attr.max_rd_atomic = p->rd_atomic ?: 1;
 	return ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN | (uc ? 0 :
 			     IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			     IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC));

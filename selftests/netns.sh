@@ -74,9 +74,6 @@ port=$((port + 1))
 
 # Each device executed what the other sent, and it all crossed the veth:
 # each took thousands of packets off it.
-counter() { # LINK NAME
-	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
-}
 crossed() {
 	(($(counter rsoft_v0 rdma_writes) >= 100 && $(counter rsoft_v0 rdma_reads) >= 100 &&
 		$(counter rsoft_v0 atomics) >= 100 && $(counter rsoft_v0 receives) > 0 &&
@@ -103,6 +100,24 @@ ns_pair "ib_read_bw -s 1048576 -n 5 ($ns -> here)" tcp $port perf_row
 r1=$(($(counter rsoft_v1 wire_resent_packets) - r1))
 check "... none of its READs asked again for response packets (resent $r1)" test $r1 -eq 0
 port=$((port + 1))
+
+# A WRITE of 1 MiB: 1024 packets, which leave at most 128 ahead of the
+# last one answered (icrc.py follows them in a capture on v0).
+pcap=$work/write.pcap
+timeout -k 5 $((2 * T)) tcpdump -i v0 -U -s 96 -w "$pcap" udp port 4791 2>"$work/tcpdump.err" &
+dump=$!
+until_ok 30 grep -q listening "$work/tcpdump.err" || echo "# tcpdump did not start"
+srv=(ib_write_bw -d rsoft_v0 -x "$g0" -F -s 1048576 -n 5 -p $port)
+cli=(ib_write_bw -d rsoft_v1 -x "$g1" -F -s 1048576 -n 5 -p $port $ip0)
+ns_pair "ib_write_bw -s 1048576 -n 5 ($ns -> here)" tcp $port perf_row
+kill $dump 2>/dev/null
+wait $dump
+rc=0
+out=$(python3 -I -S "$(dirname "$0")/icrc.py" ahead "$pcap" --src $ip1 --max 128 2>&1) || rc=$?
+check "... its packets ran at most 128 PSNs ahead of the answers ($out)" test $rc -eq 0
+port=$((port + 1))
+
+window rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
 
 # RC over a lossy veth (netem: 2% lost and 2% duplicated each way, a
 # quarter reordered; see lossy_rc): rsoft's reliability at both ends, no

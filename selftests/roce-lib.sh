@@ -158,16 +158,15 @@ perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[
 pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
 fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' "$1/server"; }
 
-# lossy D0 D1 on|off: netem on both ends of the veth between D0 here and
-# D1 in $ns: 2% of the packets lost and 2% duplicated each way, and a
-# quarter sent ahead of the rest, which wait 1 ms (reordered). QP1's
-# packets (RoCEv2, BTH destination QP 1: the CM's MADs) bypass netem
-# through the prio qdisc's first band: rdma_cm's users destroy their ID
-# right after rdma_disconnect(), which cancels the DREQ's retries, so a
-# lost DREQ would leave the peer waiting for DISCONNECTED for ever, on
-# any device. The RC QPs' reliability is what is under test.
-lossy() {
-	local d n=()
+# shape D0 D1 DEFAULT NETEM [MATCH... --]...: on both ends of the veth
+# between D0 here and D1 in $ns, a prio qdisc whose band 1:1 passes
+# packets as they come and whose band 1:2 puts them through netem NETEM
+# (one word); a packet goes to band DEFAULT (1 or 2) unless it is RoCEv2
+# (UDP 4791) and matches the u32 MATCH list of a filter, each list
+# ending in "--" and the band it sends to, in order of priority.
+# "shape D0 D1 off" takes it away.
+shape() {
+	local d n=() netem=${4-} prio filters
 	for d in "$1" "$2"; do
 		[[ $d == "$2" ]] && n=(ip netns exec "$ns")
 		if [[ $3 == off ]]; then
@@ -175,12 +174,71 @@ lossy() {
 			continue
 		fi
 		"${n[@]}" tc qdisc add dev "$d" root handle 1: prio bands 2 \
-			priomap 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 &&
-			"${n[@]}" tc qdisc add dev "$d" parent 1:2 handle 2: netem \
-				loss 2% duplicate 2% delay 1ms reorder 25% 50% &&
-			"${n[@]}" tc filter add dev "$d" parent 1: protocol ip prio 1 u32 \
+			priomap $(printf "$(($3 - 1)) %.0s" {1..16}) &&
+			"${n[@]}" tc qdisc add dev "$d" parent 1:2 handle 2: netem $netem ||
+			return
+		prio=1 filters=("${@:5}")
+		while ((${#filters[@]})); do
+			local i=0
+			while [[ ${filters[i]} != -- ]]; do i=$((i + 1)); done
+			"${n[@]}" tc filter add dev "$d" parent 1: protocol ip prio $prio u32 \
 				match ip protocol 17 0xff match ip dport 4791 0xffff \
-				match u32 0x00000001 0x00ffffff at 32 flowid 1:1 || return
+				"${filters[@]:0:i}" flowid "1:${filters[i + 1]}" || return
+			filters=("${filters[@]:i+2}") prio=$((prio + 1))
+		done
+	done
+}
+
+# lossy D0 D1 on|off: netem on both ends of the veth between D0 here and
+# D1 in $ns: 2% of the packets lost and 2% duplicated each way, and a
+# quarter sent ahead of the rest, which wait 1 ms (reordered). QP1's
+# packets (BTH destination QP 1: the CM's MADs) pass clean: rdma_cm's
+# users destroy their ID right after rdma_disconnect(), which cancels the
+# DREQ's retries, so a lost DREQ would leave the peer waiting for
+# DISCONNECTED for ever, on any device. The RC QPs' reliability is what is
+# under test.
+lossy() {
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 2 "loss 2% duplicate 2% delay 1ms reorder 25% 50%" \
+		match u32 0x00000001 0x00ffffff at 32 -- 1
+}
+
+# sparse_acks D0 D1 on|off: every RC ACK (BTH opcode 0x11) on the veth
+# between D0 here and D1 in $ns is dropped, but those whose PSN ends in
+# 31 (mod 32).
+sparse_acks() {
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 1 "loss 100%" \
+		match u8 0x11 0xff at 28 match u32 0x1f 0x1f at 36 -- 1 \
+		match u8 0x11 0xff at 28 -- 2
+}
+
+# counter LINK NAME: the value of port counter NAME of LINK.
+counter() {
+	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
+}
+
+# window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID
+# G0 and D1's G1, each way, while sparse_acks drops every ACK on the veth
+# DEV0-DEV1 but the last of each 32 PSNs: 32 requests of each kind in
+# flight, posted as one list, which the ACK of the last answers (or 8
+# READs and 32 atomics, 4 at a time, answered by their data), every
+# batch's data checked. The rsoft links sent nothing again.
+window() {
+	local out rc=0 links=() l before=() i
+	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
+	for l in "${links[@]}"; do before+=("$(counter "$l" wire_resent_packets)"); done
+	check "sparse ACKs on $5 and $6: only PSNs ending in 31 (mod 32) acknowledged" \
+		sparse_acks "$5" "$6" on || return
+	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:1:4}" 2>&1) ||
+		rc=$?
+	check "sparse ACKs off" sparse_acks "$5" "$6" off
+	grep -v 'data intact$' <<<"$out"
+	check "32 RC requests in flight, $1 <-> $3, answered by coalesced ACKs, data checked" \
+		test $rc -eq 0
+	for i in "${!links[@]}"; do
+		l=$(($(counter "${links[i]}" wire_resent_packets) - before[i]))
+		check "... ${links[i]} sent nothing again (resent $l)" test $l -eq 0
 	done
 }
 

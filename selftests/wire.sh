@@ -35,9 +35,6 @@ check "a veth pair, w1 in $ns" veth_pair $ns w0 w1 $ip0 $ip1
 check "modprobe rdma_rxe" modprobe rdma_rxe
 two_links $ns rxe rxe_w0 w0 $ip0 rsoft_w1 w1 $ip1
 
-counter() { # LINK NAME
-	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
-}
 # One capture on w0 for both directions (one Python start less): each
 # check takes the packets of its source address.
 pcap=$work/w0.pcap
@@ -254,6 +251,7 @@ for t in "ib_read_lat -s 4096" "ib_atomic_lat"; do
 done
 
 psn_wrap "" rxe_w0 "$g0" rsoft_w1 "$g1"
+window rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
 
 # rdma_cm between rsoft and rxe, each side the server: ucmatose's 4
 # connections, their CM MADs over QP1 and their SENDs.

@@ -37,7 +37,7 @@ fi
 rm -f "$build_log"
 # kmalloc_obj() and its kin, which 7.x's checkpatch asks for, are not in
 # 6.12: one source serves both.
-if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet --ignore ALLOC_WITH_SIZEOF -f include/*.[ch] selftests/*.[ch] selftests/fuzz/*.[ch] selftests/rpma/*.c selftests/roce/*.[ch] selftests/wire/*.c selftests/kverbs/rsoft_kverbs.c selftests/kverbs/ib_find.h tools/bench/kmod/rsoft_pollcq.c >/dev/null; then
+if perl "$ksrc/scripts/checkpatch.pl" --no-tree --quiet --ignore ALLOC_WITH_SIZEOF -f include/*.[ch] selftests/*.[ch] selftests/fuzz/*.[ch] selftests/rpma/*.c selftests/roce/*.[ch] selftests/wire/*.[ch] selftests/kverbs/rsoft_kverbs.c selftests/kverbs/ib_find.h tools/bench/kmod/rsoft_pollcq.c >/dev/null; then
 	tap ok "checkpatch: C shims and selftests"
 else
 	tap "not ok" "checkpatch: C shims and selftests"

@@ -105,6 +105,8 @@ pub(crate) struct SendWr<'a> {
     pub(crate) op: SendOp,
     pub(crate) signaled: bool,
     pub(crate) solicited: bool,
+    /// `IB_SEND_FENCE`: it waits for the READs and atomics before it.
+    pub(crate) fence: bool,
     /// Immediate data, network byte order.
     pub(crate) imm: Option<u32>,
     /// `IB_WR_SEND_WITH_INV`: the responder's key to invalidate.
@@ -267,6 +269,7 @@ impl<'a> Iterator for WrList<'a, bindings::ib_send_wr> {
             wr_id: unsafe { wr.__bindgen_anon_1.wr_id },
             signaled: flags & bindings::ib_send_flags_IB_SEND_SIGNALED != 0,
             solicited: flags & bindings::ib_send_flags_IB_SEND_SOLICITED != 0,
+            fence: flags & bindings::ib_send_flags_IB_SEND_FENCE != 0,
             imm: (ex == Ex::Imm).then_some(ex_value),
             invalidate: (ex == Ex::Invalidate).then_some(Key::new(ex_value)),
             sges,

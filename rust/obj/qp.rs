@@ -18,7 +18,7 @@
 
 use crate::{
     cq::RsoftCq,
-    flight::{Answer, Flight},
+    flight::Window,
     ib::{
         Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
@@ -86,14 +86,12 @@ pub(crate) struct QpInner {
     /// Bumped whenever `sq` is emptied without completions (RESET), so
     /// that a sender finishing the old head knows it is gone.
     pub(crate) sq_epoch: u32,
-    /// What the head send WQE has spent of its retries.
+    /// What the front send WQE has spent of its retries.
     pub(crate) retries: Retries,
     /// The requester's next PSN: `sq_psn`, as set and as queried.
     pub(crate) req_psn: Psn,
-    /// The head send WQE's request, on a wire that answers later.
-    pub(crate) flight: Option<Flight>,
-    /// The last answer from such a wire, until the completer takes it.
-    pub(crate) answer: Option<Answer>,
+    /// The requests in flight on a wire that answers later.
+    pub(crate) window: Window,
     /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
     /// The responder NAKed a packet ahead of `resp_psn`, and has seen
@@ -267,8 +265,7 @@ impl QpShared {
             sq_epoch: 0,
             retries: Retries::default(),
             req_psn: Psn::default(),
-            flight: None,
-            answer: None,
+            window: Window::default(),
             resp_psn: Psn::default(),
             sequence_naked: false,
             last_atomic: None,
@@ -404,7 +401,7 @@ impl QpInner {
         set(&mut a.qkey, m.qkey);
         if let Some(psn) = m.sq_psn {
             self.req_psn = Psn::new(psn);
-            self.flight = None;
+            self.window.clear();
         }
         if let Some(psn) = m.rq_psn {
             self.resp_psn = Psn::new(psn);
@@ -418,8 +415,7 @@ impl QpInner {
                 while self.rq.pop().is_some() {}
                 self.sq_epoch = self.sq_epoch.wrapping_add(1);
                 self.retries = Retries::default();
-                self.flight = None;
-                self.answer = None;
+                self.window.clear();
                 self.inbound = None;
                 self.replies.clear();
             }

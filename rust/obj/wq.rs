@@ -43,6 +43,8 @@ pub(crate) struct Wqe {
     pub(crate) op: SendOp,
     pub(crate) signaled: bool,
     pub(crate) solicited: bool,
+    /// It waits for the READs and atomics before it to complete.
+    pub(crate) fence: bool,
     pub(crate) imm: Option<u32>,
     /// SEND_WITH_INV: the responder's key to invalidate.
     pub(crate) invalidate: Option<Key>,
@@ -73,6 +75,7 @@ impl Wqe {
         op: SendOp::Send,
         signaled: false,
         solicited: false,
+        fence: false,
         imm: None,
         invalidate: None,
         num_sge: 0,
@@ -104,6 +107,7 @@ impl WorkQueue {
                 op: SendOp::Send,
                 signaled: true,
                 solicited: false,
+                fence: false,
                 imm: None,
                 invalidate: None,
                 num_sge: wr.sges.len(),
@@ -180,18 +184,24 @@ impl WorkQueue {
 
     /// The oldest WQE and its SGEs.
     pub(crate) fn front(&self) -> Option<(&Wqe, &[SgeCopy])> {
-        if self.len == 0 {
+        self.get(0)
+    }
+
+    /// The WQE `i` places after the oldest, and its SGEs.
+    pub(crate) fn get(&self, i: usize) -> Option<(&Wqe, &[SgeCopy])> {
+        if i >= self.len {
             return None;
         }
-        let wqe = &self.wqes[self.head];
-        let base = self.head * self.max_sge;
+        let slot = self.index(i);
+        let wqe = &self.wqes[slot];
+        let base = slot * self.max_sge;
         Some((wqe, &self.sges[base..base + wqe.num_sge]))
     }
 
-    /// The inline data of the oldest WQE, if it is an inline send.
-    pub(crate) fn front_inline(&self) -> Option<&[u8]> {
-        let (wqe, _) = self.front()?;
-        let base = self.head * self.max_inline;
+    /// The inline data of WQE `i`, if it is an inline send.
+    pub(crate) fn inline_of(&self, i: usize) -> Option<&[u8]> {
+        let (wqe, _) = self.get(i)?;
+        let base = self.index(i) * self.max_inline;
         self.inline.get(base..base + wqe.inline? as usize)
     }
 

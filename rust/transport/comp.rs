@@ -7,14 +7,14 @@
 
 use super::{
     head::Head,
-    packet::{Nak, Response},
+    packet::{Nak, Packets, Response},
     rules,
 };
 use crate::{
     complete::{self, After},
     copy::{copy_sges, write_sges, Pace},
     counters::Counter,
-    flight::{Answer, Flight, Leg, Outcome},
+    flight::{Answer, Event, Leg, Outcome, Sent},
     ib::{Gid, QpState, SendOp, Wc, WcOpcode, WcStatus},
     net::Net,
     psn::Psn,
@@ -64,38 +64,70 @@ pub(crate) fn answer(
     finish(net, qp, head, status, len, after)
 }
 
-/// The head WQE of `qp` (copied as `head`) is about to leave on a wire
-/// whose answers come later, its packets taking `psns` PSNs. They are
-/// noted before the first leaves: an answer can come back before the
+/// The send WQE of `qp` copied as `head`, a READ or atomic if `returns`,
+/// is about to leave on a wire whose answers come later, its packets
+/// taking `psns` PSNs: `None` if the window has no room for it yet, or it
+/// is fenced behind a READ or atomic in flight. It is noted in the window
+/// before the first packet leaves: an answer can come back before the
 /// sending returns (from another namespace of this host, in the softirq
 /// that the sending runs). Unless [`Launched::left`] says the packets
 /// left, nothing answers those PSNs and the note goes with the guard.
-pub(super) fn launch<'a>(qp: &'a QpUse, head: &'a Head<'a>, psns: u32) -> Launched<'a> {
+pub(super) fn launch<'a>(
+    qp: &'a QpUse,
+    head: &'a Head<'a>,
+    packets: Packets,
+    returns: bool,
+) -> Option<Launched<'a>> {
     let mut inner = qp.inner.lock();
-    if head.is_queued(&inner) {
-        let epoch = inner.sq_epoch;
-        let mut flight = Flight::new(epoch, head.psn, psns);
-        // A READ's response packets placed before it was sent again
-        // stand: the new response is placed from where they end.
-        if let Some(before) = inner
-            .flight
-            .filter(|f| f.epoch == epoch && f.first == head.psn)
-        {
-            flight.expect = before.expect;
-        }
-        inner.flight = Some(flight);
+    let inner = &mut *inner;
+    if !head.is_queued(inner) {
+        return Some(Launched {
+            qp,
+            head,
+            new: false,
+            until: packets.sent,
+        });
     }
-    Launched { qp, head }
+    let window = &mut inner.window;
+    let max_rd_atomic = inner.attr.max_rd_atomic;
+    let psns = packets.psns;
+    if !window.has_room(head.index, psns, returns, head.wqe.fence, max_rd_atomic) {
+        return None;
+    }
+    let until = window.send_to(head.index, packets.sent);
+    let last = head.psn.add(psns.saturating_sub(1));
+    let sent = Sent {
+        first: head.psn,
+        last,
+        out: if until < packets.sent {
+            head.psn.add(until)
+        } else {
+            last.next()
+        },
+        returns,
+    };
+    let new = window.leave(head.index, sent);
+    inner.req_psn = last.next();
+    Some(Launched {
+        qp,
+        head,
+        new,
+        until,
+    })
 }
 
-/// The flight [`launch`] noted for a request about to leave.
+/// The window entry [`launch`] noted for a request about to leave.
 pub(super) struct Launched<'a> {
     qp: &'a QpUse,
     head: &'a Head<'a>,
+    /// The entry is new.
+    new: bool,
+    /// The packets up to this one (from the request's first) may leave.
+    pub(super) until: u32,
 }
 
 impl Launched<'_> {
-    /// The request left as packets: its flight stands.
+    /// The request left as packets: its entry stands.
     pub(super) fn left(self) {
         core::mem::forget(self);
     }
@@ -105,15 +137,17 @@ impl Drop for Launched<'_> {
     fn drop(&mut self) {
         let mut inner = self.qp.inner.lock();
         if self.head.is_queued(&inner) {
-            inner.flight = None;
+            inner.window.stay(self.head.index, self.new);
+            inner.req_psn = self.head.psn;
         }
     }
 }
 
-/// The head WQE of `qp` (copied as `head`, `len` bytes) left on a wire
-/// whose answers come later, as `packets` packets. An RC requester waits
-/// for the answer (or its local ACK timeout); UC's and UD's have nothing
-/// to wait for, and the WQE is complete.
+/// The send WQE of `qp` copied as `head` (`len` bytes) left on a wire
+/// whose answers come later, as `packets` packets. An RC requester goes
+/// on to the next while the front one waits for its answer (or its local
+/// ACK timeout); UC's and UD's have nothing to wait for, and the WQE is
+/// complete.
 pub(super) fn sent(
     net: &Net,
     qp: &QpUse,
@@ -125,28 +159,58 @@ pub(super) fn sent(
     if matches!(head.leg, Leg::Due) {
         net.counters.add(Counter::WireResentPackets, packets.into());
     }
-    if rules::acknowledged(qp.qp_type) {
-        return refused(Refusal::Silence, after);
+    if !rules::acknowledged(qp.qp_type) {
+        return finish(net, qp, head, WcStatus::Success, len, after);
     }
-    finish(net, qp, head, WcStatus::Success, len, after)
+    if head.is_front() {
+        // The wait for the front's answer starts (or, sent again, goes
+        // on with one retry spent).
+        refused(Refusal::Silence, after);
+    }
+    true
+}
+
+/// The requester waits for the answers to what is in flight (or for an
+/// RNR timer): the wait runs, or starts.
+pub(super) fn waiting(after: &mut After) -> bool {
+    refused(Refusal::Silence, after)
 }
 
 /// Notes `answer`, from `from`, for `qp`, an RC QP, whose completer acts
 /// on it when it next runs: returns whether the QP is to be run. An
-/// answer from anywhere but the QP's destination is not its, and one that
-/// its request in flight does not wait for (a late duplicate, say) must
-/// not displace one that it does.
+/// answer from anywhere but the QP's destination is not its, and one
+/// older than what the answers already said (a late duplicate, say) says
+/// nothing.
 pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
     let mut inner = qp.inner.lock();
-    let epoch = inner.sq_epoch;
-    let awaited = inner
-        .flight
-        .is_some_and(|f| f.epoch == epoch && f.takes(&answer));
-    if !awaited || !answers_to(&inner, from) {
+    let inner = &mut *inner;
+    if !answers_to(inner, from) {
         return false;
     }
-    inner.answer = Some(answer);
-    true
+    let Outcome::Aeth(syndrome) = answer.outcome else {
+        return false;
+    };
+    let window = &mut inner.window;
+    let before = window.expect();
+    let acted = match Response::of_aeth(syndrome, answer.psn) {
+        None => false,
+        Some(Response::Ack) => window.answered_to(answer.psn.next()),
+        Some(Response::Nak(Nak::Sequence(psn))) => window.refused_at(psn, Event::Resend),
+        Some(_) => window.refused_at(answer.psn, Event::Refused(answer)),
+    };
+    if inner.window.expect() != before {
+        progressed(qp, inner);
+    }
+    acted
+}
+
+/// The answers reached further: the local ACK timeouts spent so far are
+/// forgiven, and the wait for the rest starts again.
+fn progressed(qp: &QpUse, inner: &mut QpInner) {
+    inner.retries.progressed();
+    if inner.retries.awaits_answer() && inner.attr.timeout != 0 {
+        qp.arm_retry(ack_timeout_us(inner.attr.timeout));
+    }
 }
 
 /// Whether an answer from `from` is one for the QP whose lock `inner` is:
@@ -165,12 +229,12 @@ pub(crate) enum Returned<'a> {
 }
 
 /// Places `data`, of the answer with PSN `psn` from `from`, in the
-/// buffers of the head WQE of `qp` (an RC QP of `port`) whose READ or
-/// atomic is in flight. READ responses are placed in order, under the
-/// QP's lock (each is at most an MTU): one that is not next is dropped,
-/// and the READ is sent again when its wait runs out. The last of them
-/// answers the request. Returns `None` if the data was not taken, else
-/// whether the QP is to be run.
+/// buffers of the send WQE of `qp` (an RC QP of `port`) whose READ or
+/// atomic in flight took that PSN. Answers are placed in PSN order, under
+/// the QP's lock (each is at most an MTU): one that is not next is
+/// dropped (and the requests are sent again from the first PSN not
+/// answered), and one answers every PSN before it. Returns `None` if the
+/// data was not taken, else whether the QP is to be run.
 pub(crate) fn returned(
     port: &Net,
     qp: &QpUse,
@@ -183,43 +247,37 @@ pub(crate) fn returned(
     if !answers_to(inner, from) {
         return None;
     }
-    let epoch = inner.sq_epoch;
     let mtu = inner.attr.path_mtu.map_or(port.mtu(), |m| m.bytes());
-    let flight = inner.flight.as_mut().filter(|f| f.epoch == epoch)?;
-    let (wqe, sges) = inner.sq.front()?;
+    let (index, sent) = inner.window.holding(psn).filter(|(_, s)| s.returns)?;
+    let before = inner.window.expect();
+    let skipped = inner.window.answered_to(psn);
+    if inner.window.expect() != psn {
+        return skipped.then_some(true);
+    }
+    let (wqe, sges) = inner.sq.get(index)?;
     let (placed, last) = match (data, wqe.op) {
-        (Returned::Read { data, last }, SendOp::RdmaRead(_))
-            if psn == flight.expect && last == (psn == flight.last) =>
-        {
-            let skip = psn.since(flight.first).saturating_mul(mtu);
+        (Returned::Read { data, last }, SendOp::RdmaRead(_)) if last == (psn == sent.last) => {
+            let skip = psn.since(sent.first).saturating_mul(mtu);
             (write_sges(port.mrs(), sges, skip, data), last)
         }
         (Returned::Atomic(old), SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. })
-            if psn == flight.first =>
+            if psn == sent.first =>
         {
             (write_sges(port.mrs(), sges, 0, &old.to_ne_bytes()), true)
         }
         _ => return None,
     };
-    flight.expect = psn.next();
-    let outcome = match placed {
-        Err(_) => Outcome::Fault,
-        Ok(()) if last => Outcome::Aeth(Response::ACK_SYNDROME),
-        Ok(()) => {
-            // The responder is answering: the wait for the rest starts
-            // again.
-            inner.retries.progressed();
-            if inner.retries.awaits_answer() && inner.attr.timeout != 0 {
-                qp.arm_retry(ack_timeout_us(inner.attr.timeout));
-            }
-            return Some(false);
-        }
-    };
-    inner.answer = Some(Answer {
-        psn: flight.last,
-        outcome,
-    });
-    Some(true)
+    if placed.is_err() {
+        let fault = Answer {
+            psn,
+            outcome: Outcome::Fault,
+        };
+        return Some(inner.window.refused_at(psn, Event::Refused(fault)));
+    }
+    inner.window.placed();
+    progressed(qp, inner);
+    // The QP is run for a WQE to retire: this one, or those before it.
+    Some(last || before != psn)
 }
 
 /// The status of the requester's completion after it put a response's
@@ -253,11 +311,18 @@ pub(crate) fn finish(
         // A RESET meanwhile discarded it, without a completion.
         let popped = if head.is_queued(&inner) {
             inner.retries = Retries::default();
-            if head.psn().is_some() {
-                // A request sent as packets used a PSN each.
-                let epoch = inner.sq_epoch;
-                let flight = inner.flight.take().filter(|f| f.epoch == epoch);
-                inner.req_psn = flight.map_or(inner.req_psn.next(), |f| f.next());
+            let inner = &mut *inner;
+            match inner.window.front() {
+                Some(front) if head.psn() == Some(front.first) => {
+                    if let Some((sent, false)) = inner.window.retire() {
+                        // Nothing after it left since the requester went
+                        // back: the next PSN follows it.
+                        inner.req_psn = sent.last.next();
+                    }
+                }
+                // A request that went nowhere used a PSN all the same.
+                _ if head.psn().is_some() => inner.req_psn = inner.req_psn.next(),
+                _ => {}
             }
             inner.sq.pop()
         } else {

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The head send WQE of a QP, copied out of its queue for one step: what
-//! the requester turns into a request and the completer retires.
+//! The send WQE a step of a QP acts on, copied out of its queue: the one
+//! the requester turns into a request next, or the front one that the
+//! completer retires. The name is rxe's: the WQE at the head of the work.
 
-use super::packet::{Nak, Opcode, Response};
+use super::packet::{Opcode, Response};
 use crate::{
-    flight::{Answer, Leg, Outcome},
+    flight::{Answer, Event, Leg, Outcome},
     ib::Address,
     payload::Payload,
     psn::Psn,
@@ -15,12 +16,14 @@ use crate::{
     wq::{SgeCopy, Wqe},
 };
 
-/// The head send WQE of a QP and what executing it needs of the QP,
+/// The send WQE a step acts on and what executing it needs of the QP,
 /// copied out under the QP's lock; its SGEs or inline data into the
 /// runner's [`Scratch`](crate::scratch::Scratch).
 pub(crate) struct Head<'s> {
     pub(super) wqe: Wqe,
     pub(super) data: Payload<'s>,
+    /// Its place in the send queue, from the front: the window's entry.
+    pub(super) index: usize,
     /// The send queue's epoch when copied (see [`QpInner::sq_epoch`]).
     epoch: u32,
     /// The PSN its request carries.
@@ -40,30 +43,34 @@ pub(crate) struct Head<'s> {
     pub(super) leg: Leg,
     /// Where it goes on from when it is sent again, in PSNs from its
     /// first: the response packets of a READ that were placed, or the
-    /// packet its responder NAKed as the one it expects.
+    /// first packet not answered; or, sent in part, the first not sent.
     pub(super) resume: u32,
 }
 
 impl<'s> Head<'s> {
-    /// The head send WQE of the QP whose lock `inner` is, if any, its
-    /// SGEs copied into `send` or its inline data into `inline` (the
-    /// runner's [`Scratch`](crate::scratch::Scratch)), with the peer the
-    /// QP keeps if the fabric's routes are still `routes`. An answer to
-    /// its request in flight is taken off the QP: it is this run's to act
-    /// on.
+    /// The send WQE of the QP whose lock `inner` is that its next step acts
+    /// on, if any: the front one while answers to it are to be acted on or
+    /// it is to be sent again, else the next one to leave, with its SGEs
+    /// copied into `send` or its inline data into `inline` (the runner's
+    /// [`Scratch`](crate::scratch::Scratch)), and the peer the QP keeps if
+    /// the fabric's routes are still `routes`. An answer is taken off the
+    /// QP: it is this run's to act on.
     pub(crate) fn of(
         inner: &mut QpInner,
         routes: u32,
         send: &'s mut Buf<SgeCopy>,
         inline: &'s mut Buf<u8>,
     ) -> Option<Self> {
-        let leg = leg(inner);
-        let resume = inner
-            .flight
-            .filter(|f| f.epoch == inner.sq_epoch && f.first == inner.req_psn)
-            .map_or(0, |f| f.expect.since(f.first));
-        let (wqe, sges) = inner.sq.front()?;
-        let data = match inner.sq.front_inline() {
+        let (index, leg) = pick(inner)?;
+        let window = &inner.window;
+        let (psn, resume) = match (window.get(index), leg) {
+            (Some(sent), Leg::Rest) => (sent.first, window.rest().unwrap_or(0)),
+            (Some(sent), _) if index == 0 => (sent.first, window.resume()),
+            (Some(sent), _) => (sent.first, 0),
+            (None, _) => (inner.req_psn, 0),
+        };
+        let (wqe, sges) = inner.sq.get(index)?;
+        let data = match inner.sq.inline_of(index) {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
             None => Payload::Sges(send.fill(sges)?),
         };
@@ -71,8 +78,9 @@ impl<'s> Head<'s> {
         Some(Self {
             wqe: *wqe,
             data,
+            index,
             epoch: inner.sq_epoch,
-            psn: inner.req_psn,
+            psn,
             budget: Budget {
                 rnr_retry: a.rnr_retry,
                 retry_cnt: a.retry_cnt,
@@ -90,7 +98,7 @@ impl<'s> Head<'s> {
 
     /// Whether its request is to be sent now (again, if it was before).
     pub(crate) fn sends(&self) -> bool {
-        matches!(self.leg, Leg::Unsent | Leg::Due)
+        matches!(self.leg, Leg::Unsent | Leg::Due | Leg::Rest)
     }
 
     /// What executing it copies.
@@ -118,6 +126,11 @@ impl<'s> Head<'s> {
         &self.budget
     }
 
+    /// Whether it is the front of its queue: the only one that completes.
+    pub(crate) fn is_front(&self) -> bool {
+        self.index == 0
+    }
+
     /// Whether it is still on the queue whose lock `inner` is: a RESET
     /// since it was copied discarded it.
     pub(crate) fn is_queued(&self, inner: &QpInner) -> bool {
@@ -125,42 +138,49 @@ impl<'s> Head<'s> {
     }
 }
 
-/// Where the request of the head send WQE of the QP whose lock `inner` is
-/// stands; takes the answer that it waited for. A sequence-error NAK has
-/// it sent again at once, from the PSN the responder expects (go-back-N).
-fn leg(inner: &mut QpInner) -> Leg {
-    let epoch = inner.sq_epoch;
-    let Some(flight) = inner.flight.as_mut().filter(|f| f.epoch == epoch) else {
-        return Leg::Unsent;
-    };
-    match inner.answer.take() {
-        Some(answer) if flight.takes(&answer) => match expected(&answer) {
-            Some(from) => {
-                let on = from.since(flight.first) > flight.expect.since(flight.first);
-                if on {
-                    flight.expect = from;
-                }
-                inner.retries.resend_now(on);
-                Leg::Due
-            }
-            None => {
+/// Which send WQE of the QP whose lock `inner` is the next step acts on,
+/// counted from the queue's front, and where it stands: the front one
+/// answered in full, refused, or to be sent again (go-back-N); else the
+/// next one to leave, while the requester does not wait out an RNR timer.
+fn pick(inner: &mut QpInner) -> Option<(usize, Leg)> {
+    let window = &mut inner.window;
+    if let Some(front) = window.front() {
+        if window.front_answered() {
+            inner.retries.answered();
+            let answer = Answer {
+                psn: front.last,
+                outcome: Outcome::Aeth(Response::ACK_SYNDROME),
+            };
+            return Some((0, Leg::Answered(answer)));
+        }
+        match window.take_event() {
+            Some(Event::Refused(answer)) => {
+                // If the front survives (an RNR NAK), what followed it is
+                // sent again after it.
+                window.go_back();
                 inner.retries.answered();
-                Leg::Answered(answer)
+                return Some((0, Leg::Answered(answer)));
             }
-        },
-        // An answer to an earlier request, or one not asked for.
-        _ if inner.retries.due() => Leg::Due,
-        _ => Leg::Waiting,
+            Some(Event::Resend) => inner.retries.resend_now(),
+            None => {}
+        }
+        if inner.retries.due() {
+            window.go_back();
+            return Some((0, Leg::Due));
+        }
+        if inner.retries.holds() {
+            return Some((0, Leg::Waiting));
+        }
+        if window.rest().is_some() {
+            return Some((0, Leg::Rest));
+        }
     }
-}
-
-/// The PSN a sequence-error NAK says its responder expects.
-fn expected(answer: &Answer) -> Option<Psn> {
-    match answer.outcome {
-        Outcome::Aeth(syndrome) => match Response::of_aeth(syndrome, answer.psn)? {
-            Response::Nak(Nak::Sequence(psn)) => Some(psn),
-            _ => None,
-        },
-        Outcome::Fault => None,
+    let next = window.cursor();
+    if next >= inner.sq.len() as usize {
+        return (!window.is_empty()).then_some((0, Leg::Waiting));
+    }
+    match window.get(next) {
+        Some(_) => Some((next, Leg::Due)),
+        None => Some((next, Leg::Unsent)),
     }
 }

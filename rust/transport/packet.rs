@@ -132,8 +132,11 @@ pub(crate) struct Request<'a> {
     /// Which packets of its message it is.
     pub(crate) piece: Piece,
     /// On a wire with packets, the first of them to send: a message sent
-    /// again goes on from the packet its responder expects.
+    /// again goes on from the packet its responder expects...
     pub(crate) resend_from: u32,
+    /// ... and the first not to send now: a long message leaves a window
+    /// of packets at a time.
+    pub(crate) send_to: u32,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
 }

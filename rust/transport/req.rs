@@ -40,7 +40,15 @@ pub(crate) fn send(
     pace: &Pace<'_>,
     after: &mut After,
 ) -> bool {
-    let fail = |status, after: &mut After| comp::finish(net, qp, head, status, 0, after);
+    let fail = |status, after: &mut After| {
+        if head.is_front() {
+            comp::finish(net, qp, head, status, 0, after)
+        } else {
+            // Completions come in order: it fails once those before it
+            // are done.
+            comp::waiting(after)
+        }
+    };
     match head.leg {
         Leg::Answered(answer) => {
             let response = match answer.outcome {
@@ -49,8 +57,15 @@ pub(crate) fn send(
             };
             return comp::answer(net, qp, head, head.len(), response, pace, after);
         }
-        Leg::Waiting => return false,
-        Leg::Unsent | Leg::Due => {}
+        Leg::Waiting => return comp::waiting(after),
+        Leg::Unsent | Leg::Due | Leg::Rest => {}
+    }
+    // Behind requests in flight on a wire that answers later goes only a
+    // request for the same wire; a local operation, or one for a peer
+    // this host keeps, waits until those are answered.
+    let behind = !head.is_front();
+    if behind && (head.peer.is_some() || matches!(head.wqe.op, SendOp::Local(_))) {
+        return comp::waiting(after);
     }
     let Some(opcode) = Opcode::of(&head.wqe) else {
         let status = match &head.wqe.op {
@@ -102,6 +117,7 @@ pub(crate) fn send(
     let found;
     let target = match (&datagram, &head.peer) {
         (Some(_), _) => Dest::Address(&to),
+        (None, _) if behind => Dest::Remote(&to),
         (None, Some(peer)) => Dest::Peer(peer),
         (None, None) => {
             found = net.find_peer(qp, &to, dest, head.path_epoch);
@@ -131,13 +147,26 @@ pub(crate) fn send(
         span: 1,
         piece: Piece::WHOLE,
         resend_from: 0,
+        send_to: u32::MAX,
         data: head.data,
     };
     // A connected QP's request for a port that it does not keep may go
     // on a wire whose answers come later.
-    let flight = (datagram.is_none() && matches!(target, Dest::Address(_)))
-        .then(|| comp::launch(qp, head, req.packets().psns));
-    let req = req.resumed(head.resume);
+    let flight = match target {
+        Dest::Address(_) | Dest::Remote(_) if datagram.is_none() => {
+            let returns = opcode.answers_with_data();
+            match comp::launch(qp, head, req.packets(), returns) {
+                Some(flight) => Some(flight),
+                None => return comp::waiting(after),
+            }
+        }
+        _ => None,
+    };
+    let send_to = flight.as_ref().map_or(u32::MAX, |f| f.until);
+    let req = Request {
+        send_to,
+        ..req.resumed(head.resume)
+    };
     let carried = wire.carry(net, target, &req, room, pace, after);
     match (flight, &carried) {
         (Some(flight), Carried::Sent { .. }) => flight.left(),

@@ -111,6 +111,7 @@ impl ib::QpOps for Qp {
                     op: wr.op,
                     signaled: wr.signaled,
                     solicited: wr.solicited,
+                    fence: wr.fence,
                     imm: wr.imm,
                     invalidate: wr.invalidate,
                     num_sge: wr.sges.len(),

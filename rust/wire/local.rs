@@ -40,6 +40,7 @@ impl Wire for Local {
                 Some(answer) => answer,
                 None => return Roce.carry(from, to, req, room, pace, after),
             },
+            Dest::Remote(_) => return Roce.carry(from, to, req, room, pace, after),
         };
         answer.map_or(Carried::Lost, Carried::Answered)
     }

@@ -305,6 +305,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
             last: part.last,
         },
         resend_from: 0,
+        send_to: u32::MAX,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
@@ -473,6 +474,7 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
         span: 1,
         piece: Piece::WHOLE,
         resend_from: 0,
+        send_to: u32::MAX,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;

@@ -14,6 +14,7 @@ use crate::{
     complete::After,
     copy::Pace,
     counters::Counter,
+    flight,
     ib::{Address, Remote, SendOp},
     net::{Link, Net},
     psn::Psn,
@@ -36,17 +37,22 @@ impl Wire for Roce {
         _pace: &Pace<'_>,
         _after: &mut After,
     ) -> Carried {
-        let Dest::Address(av) = to else {
+        let (Dest::Address(av) | Dest::Remote(av)) = to else {
             return Carried::Lost;
         };
         if !matches!(from.link, Link::Roce) || !from.is_up() {
             return Carried::Lost;
         }
         let Packets { mtu, sent, .. } = req.packets();
-        for index in req.resend_from..sent {
+        let until = sent.min(req.send_to);
+        for index in req.resend_from..until {
             let piece = Piece {
                 first: index == 0,
                 last: index + 1 == sent,
+                // RC asks for the ACK that completes a message on its last
+                // packet, and for one every `ACK_EVERY` before: a long
+                // message leaves as the answers come.
+                ack: index + 1 == sent || (index + 1) % flight::ACK_EVERY == 0,
                 skip: index * mtu,
                 psn: req.psn.add(index),
             };
@@ -57,7 +63,7 @@ impl Wire for Roce {
             }
         }
         Carried::Sent {
-            packets: sent.saturating_sub(req.resend_from),
+            packets: until.saturating_sub(req.resend_from),
         }
     }
 }
@@ -66,6 +72,8 @@ impl Wire for Roce {
 struct Piece {
     first: bool,
     last: bool,
+    /// It asks for an acknowledgement, on RC.
+    ack: bool,
     /// Where its payload starts in the message.
     skip: u32,
     psn: Psn,
@@ -124,10 +132,9 @@ fn send_packet(from: &Net, av: &Address, req: &Request<'_>, part: &Piece, mtu: u
     let ext = ext_headers(req, part);
     let frame = Frame {
         opcode: bth::segment(req.bth, part.first, part.last),
-        // The solicited event comes with the message's last packet, and
-        // RC asks for the ACK that completes it there.
+        // The solicited event comes with the message's last packet.
         solicited: req.solicited && part.last,
-        ack_req: part.last && req.datagram.is_none() && req.bth & bth::TRANSPORT == bth::RC,
+        ack_req: part.ack && req.datagram.is_none() && req.bth & bth::TRANSPORT == bth::RC,
         src: req.src.qpn,
         dest: req.dest,
         psn: part.psn,

@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * window DEV0 GIDX0 DEV1 GIDX1: RC between port 1 of DEV0 and of DEV1
+ * (their GIDs at those indices name each other across a wire), each way,
+ * in batches that take 32 PSNs each and are posted as one list: 32 SENDs,
+ * 32 WRITEs, 8 READs of 4 packets and 32 fetch-and-adds on one word, with
+ * 4 READs and atomics in flight. Every PSN starts at 2^24 - 32, so that
+ * the last of each batch ends in 31 (mod 32): the test script drops every
+ * ACK but those, and a requester that keeps one request in flight, or
+ * does not take an ACK as answering every PSN before it (coalesced, IBA
+ * 9.7.5.1.2), waits out its local ACK timeout (about 1 s) and fails. The
+ * data of each batch is checked. Prints a line per batch and exits 0 when
+ * all pass.
+ */
+#include <string.h>
+
+#include "side.h"
+
+#define START_PSN	0xffffe0
+#define BATCH		32
+#define SMALL		64		/* a SEND's or WRITE's bytes */
+#define READ_LEN	4096		/* 4 packets at MTU 1024 */
+#define READS		(BATCH * 1024 / READ_LEN)
+/* The layout of each side's memory. */
+#define SRC		0
+#define DST		(64 * 1024)
+#define WORD		(128 * 1024)
+#define OLD		(WORD + 4096)
+#define MEM		(WORD + 8192)
+#define N_OPS		4
+
+/* A pattern of its own for each batch and WR. */
+static void fill(unsigned char *p, size_t len, int seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(i * 13 + seed * 101 + (i >> 8));
+}
+
+/* Waits for @n completions on @cq, of wr_ids 0 to @n - 1 in order. */
+static int all_completed(struct ibv_cq *cq, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (completed(cq, i))
+			return -1;
+	return 0;
+}
+
+/*
+ * Posts @n WRs of opcode @op from @a to @b as one list, the i-th of @len
+ * bytes at SRC + i * @len (DST + i * @len for a READ) against @b's at
+ * DST + i * @len (SRC + i * @len for a READ), or 8 bytes at OLD + 8 * i
+ * against @b's WORD for a fetch-and-add of 1.
+ */
+static int post(struct side *a, struct side *b, enum ibv_wr_opcode op,
+		int n, size_t len)
+{
+	struct ibv_send_wr wr[BATCH] = {}, *bad;
+	struct ibv_sge sge[BATCH];
+	int read = op == IBV_WR_RDMA_READ, atomic = op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+
+	for (int i = 0; i < n; i++) {
+		size_t here = atomic ? OLD + 8u * i : (read ? DST : SRC) + i * len;
+		size_t there = atomic ? WORD : (read ? SRC : DST) + i * len;
+
+		sge[i] = (struct ibv_sge){ (uintptr_t)(a->buf + here),
+					   atomic ? 8 : len, a->mr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = i, .sg_list = &sge[i], .num_sge = 1,
+			.opcode = op, .send_flags = IBV_SEND_SIGNALED,
+			.next = i + 1 < n ? &wr[i + 1] : NULL,
+		};
+		if (atomic) {
+			wr[i].wr.atomic.remote_addr = (uintptr_t)(b->buf + there);
+			wr[i].wr.atomic.rkey = b->mr->rkey;
+			wr[i].wr.atomic.compare_add = 1;
+		} else if (op != IBV_WR_SEND) {
+			wr[i].wr.rdma.remote_addr = (uintptr_t)(b->buf + there);
+			wr[i].wr.rdma.rkey = b->mr->rkey;
+		}
+	}
+	return ibv_post_send(a->qp, wr, &bad);
+}
+
+/* Posts @n receives of SMALL bytes each at DST + i * SMALL of @b. */
+static int receives(struct side *b, int n)
+{
+	struct ibv_recv_wr wr[BATCH] = {}, *bad;
+	struct ibv_sge sge[BATCH];
+
+	for (int i = 0; i < n; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)(b->buf + DST + i * SMALL),
+					   SMALL, b->mr->lkey };
+		wr[i] = (struct ibv_recv_wr){
+			.wr_id = i, .sg_list = &sge[i], .num_sge = 1,
+			.next = i + 1 < n ? &wr[i + 1] : NULL,
+		};
+	}
+	return ibv_post_recv(b->qp, wr, &bad);
+}
+
+/* One batch of @op from @a to @b, its data checked; 0 when it passed. */
+static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
+		 int seed)
+{
+	int read = op == IBV_WR_RDMA_READ;
+	int n = read ? READS : BATCH;
+	size_t len = read ? READ_LEN : SMALL;
+	unsigned char *src = (read ? b : a)->buf + SRC;
+	unsigned char *dst = (read ? a : b)->buf + DST;
+
+	memset(a->buf, 0, MEM);
+	memset(b->buf, 0, MEM);
+	fill(src, n * len, seed);
+	if (op == IBV_WR_SEND && receives(b, n))
+		return -1;
+	if (post(a, b, op, n, len) || all_completed(a->cq, n))
+		return -1;
+	if (op == IBV_WR_SEND && all_completed(b->cq, n))
+		return -1;
+	if (op != IBV_WR_ATOMIC_FETCH_AND_ADD)
+		return memcmp(src, dst, n * len) ? -1 : 0;
+	/* Executed once each, in order: the i-th saw i. */
+	for (int i = 0; i < n; i++) {
+		uint64_t old;
+
+		memcpy(&old, a->buf + OLD + 8 * i, 8);
+		if (old != (uint64_t)i)
+			return -1;
+	}
+	return *(uint64_t *)(b->buf + WORD) == BATCH ? 0 : -1;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct { enum ibv_wr_opcode op; const char *name; } ops[N_OPS] = {
+		{ IBV_WR_SEND, "32 SENDs" },
+		{ IBV_WR_RDMA_WRITE, "32 WRITEs" },
+		{ IBV_WR_RDMA_READ, "8 READs of 4 packets" },
+		{ IBV_WR_ATOMIC_FETCH_AND_ADD, "32 fetch-and-adds" },
+	};
+	struct side s[2] = {};
+	int failed = 0, seed = 0;
+
+	/* A local ACK timeout of 4.096 us << 18: about 1 s. */
+	if (sides_open(s, argc, argv, MEM, BATCH, START_PSN, 4, 18))
+		return 1;
+	for (int d = 0; d < 2; d++)
+		for (int o = 0; o < N_OPS; o++) {
+			int bad = batch(&s[d], &s[1 - d], ops[o].op, ++seed);
+
+			printf("# %s %s -> %s, one list: %s\n", ops[o].name,
+			       argv[1 + 2 * d], argv[3 - 2 * d],
+			       bad ? "FAILED" : "data intact");
+			failed += bad != 0;
+		}
+	side_close(&s[1]);
+	side_close(&s[0]);
+	printf("# %d of %d batches failed\n", failed, seed);
+	return failed != 0;
+}
