@@ -2,13 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0
 # make bench inside the guest (tools/bench.sh boots it with rsoft.ko
 # loaded): the machine's limits, the kernel-side poll_cq cost, then the same
-# perftest commands on rsoft0, on rxe0 and on siw0, one device at a time.
-# All of it runs BENCH_ROUNDS times (default 3), one round after the other,
-# so that a busy spell of the shared host falls on every device alike; each
-# figure is the median of its rounds, one line "bench: PEER TEST VALUE UNIT"
-# for the host. Everything else is context for a person reading the log.
+# perftest commands on rsoft0, on rxe0 and on siw0, one device at a time;
+# then a few of them across a veth pair, as RoCEv2 packets (the wire rows).
+# All of it runs BENCH_ROUNDS times (default 3; the wire rows in the last
+# round only), one round after the other, so that a busy spell of the
+# shared host falls on every device alike; each figure is the median of
+# its rounds, one line "bench: PEER TEST VALUE UNIT" for the host (VALUE
+# "failed" if no round gave one). Everything else is context for a person
+# reading the log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# The GID lookups and the veth between namespaces, as the wire tests make
+# them (its functions need no TAP harness).
+. "$here/../../selftests/roce-lib.sh"
 limits=$here/build/limits
 ip4=10.0.2.15	# QEMU user networking's guest address
 
@@ -30,6 +36,19 @@ tests=(
 	"read_lat_2|ib_read_lat -s 2 -n 1000|lat"
 )
 
+# The wire rows: rsoft's requester has one RC message in flight, so its
+# wire bandwidth is far below its local one (tens of MB/s, as rxe's);
+# these counts keep each run's transfer to a second or two, and the
+# section to about 4 minutes (perftest's start costs the rest).
+wire_tests=(
+	"write_bw_64k|ib_write_bw -s 65536 -n 300|bw"
+	"write_bw_1m|ib_write_bw -s 1048576 -n 30|bw"
+	"read_bw_64k|ib_read_bw -s 65536 -n 300|bw"
+	"read_bw_1m|ib_read_bw -s 1048576 -n 30|bw"
+	"send_bw_64|ib_send_bw -s 64 -n 5000|rate"
+	"send_lat_2|ib_send_lat -s 2 -n 500|lat"
+)
+
 declare -A units=([bw]=MB/s [rate]=msg/s [lat]=usec)
 declare -A runs	# "PEER TEST UNIT" -> the figures of the rounds
 order=()	# its keys, first seen first
@@ -42,14 +61,9 @@ result() {
 	echo "# round $round: $*"
 }
 
-# The client does not retry: wait until the server listens on its TCP port
-# (perftest's own exchange, or siw's listening socket under rdma_cm).
-listening() {
-	grep -q "$(printf ':%04X ' "$1").* 0A " /proc/net/tcp
-}
-
 # run_pair PEER TEST KIND SERVER_ADDR TOOL ARGS...: one perftest run between
-# two processes; sets figure.
+# two processes, the server with srv_args[] added, the client under
+# cli_pre[] (another namespace) with cli_args[] added; sets figure.
 run_pair() {
 	local peer=$1 test=$2 kind=$3 addr=$4 port dir rc=0 server value
 	figure=
@@ -59,14 +73,18 @@ run_pair() {
 	# Server on CPU 0, client on CPU 1: perftest times with the TSC, and
 	# under TCG the vCPUs' TSCs disagree, so a process that migrates
 	# reports 0, inf or nonsense.
-	timeout 300 taskset -c 0 "$@" -F -p "$port" >"$dir/server" 2>&1 &
+	timeout "${pair_timeout:-300}" taskset -c 0 "$@" "${srv_args[@]}" -F -p "$port" \
+		>"$dir/server" 2>&1 &
 	server=$!
+	# The client does not retry: wait until the server listens on its TCP
+	# port (perftest's own exchange, or siw's socket under rdma_cm).
 	for _ in $(seq 600); do
-		listening "$port" && break
+		tcp_listening "$port" && break
 		kill -0 $server 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout 300 taskset -c 1 "$@" -F -p "$port" "$addr" >"$dir/client" 2>&1 || rc=$?
+	timeout "${pair_timeout:-300}" taskset -c 1 "${cli_pre[@]}" "$@" "${cli_args[@]}" \
+		-F -p "$port" "$addr" >"$dir/client" 2>&1 || rc=$?
 	wait $server || rc=$((rc ? rc : $?))
 	# The row after perftest's "#bytes" header; the figure's column by kind.
 	value=$(awk -v kind="$kind" '
@@ -92,7 +110,8 @@ run_pair() {
 	return $rc
 }
 
-# run_device PEER DEVICE ADDR EXTRA...: every test on one device.
+# run_device PEER DEVICE ADDR EXTRA...: every test of tests[] on one device
+# (none given: srv_args[] and cli_args[] name each side's).
 run_device() {
 	local peer=$1 dev=$2 addr=$3 t test args kind start=$SECONDS
 	shift 3
@@ -103,20 +122,88 @@ run_device() {
 		# BENCH_ONLY (a regex of test names) trims a trial run.
 		[[ $test =~ ${BENCH_ONLY:-.} ]] || continue
 		# A failed run is retried once (both are shown).
-		for _ in 1 2; do
+		for _ in $(seq "${tries:-2}"); do
 			# shellcheck disable=SC2086 # args are words
-			run_pair "$peer" "$test" "$kind" "$addr" $args -d "$dev" "$@" && break
+			run_pair "$peer" "$test" "$kind" "$addr" $args ${dev:+-d "$dev"} "$@" && break
 		done
-		[[ -z $figure ]] || result "$peer" "$test" "$figure" "${units[$kind]}"
+		# A figure of no round is a row that says so, not a missing row.
+		result "$peer" "$test" "${figure:-failed}" "${units[$kind]}"
 	done
 	echo "# $peer: $((SECONDS - start)) s"
+}
+
+srv_args=() cli_args=() cli_pre=()
+
+# wire: the wire rows, RoCEv2 over a veth pair (see Documentation/rsoft.rst,
+# "Benchmarks"). rsoft to rsoft: rsoft_v0 on v0 here, rsoft_v1 on v1 in
+# namespace bench_ns, two hosts to rsoft. rsoft to rxe: rsoft_v1 the client
+# (the requester), rxe0 on v0 the server; 6.12's rxe has its socket in
+# init_net only, so rxe cannot be the one in the namespace. rxe to rxe:
+# rxe_x0 and rxe_x1 on the two ends of a second veth pair, both here, over
+# their IPv6 link-local GIDs: a route lookup bound to x0 skips x1's local
+# address and the link-local route sends the packets through the veth
+# (IPv4 would loop them through lo, where rxe takes nothing).
+wire() {
+	# (dynamic scope: run_device sees these)
+	local tests=("${wire_tests[@]}") pair_timeout=45 ns=bench_ns
+	local ip0=10.9.5.1 ip1=10.9.5.2 g0 g1 r0 x0 x1 start=$SECONDS
+	local srv_args=() cli_args=() cli_pre=(ip netns exec $ns)
+	# rxe's socket, when loaded, holds port 4791 here, and rsoft_v0 would
+	# not receive.
+	modprobe -r rdma_rxe
+	if ! ip netns add $ns || ! veth_pair $ns v0 v1 $ip0 $ip1 ||
+		! rdma link add rsoft_v0 type rsoft netdev v0 ||
+		! ip netns exec $ns rdma link add rsoft_v1 type rsoft netdev v1; then
+		echo "# wire: rsoft_v0 and rsoft_v1 could not be set up"
+	fi
+	# (The core adds GIDs from a work item.)
+	for _ in $(seq 100); do
+		g0=$(gid_index rsoft_v0 $ip0) && g1=$(gid_index rsoft_v1 $ip1) && break
+		sleep 0.2
+	done
+	srv_args=(-d rsoft_v0 -x "${g0:-3}") cli_args=(-d rsoft_v1 -x "${g1:-3}")
+	run_device wire_rsoft "" $ip0
+	rdma link delete rsoft_v0
+
+	if modprobe rdma_rxe && rdma link add rxe0 type rxe netdev v0; then
+		r0=$(gid_index rxe0 $ip0)
+		srv_args=(-d rxe0 -x "${r0:-1}")
+		run_device wire_rsoft_rxe "" $ip0
+		rdma link delete rxe0
+	else
+		echo "# wire: rxe0 could not be added on v0"
+	fi
+	ip netns exec $ns rdma link delete rsoft_v1
+	ip link del v0
+	ip netns delete $ns
+
+	cli_pre=()
+	if ip link add x0 type veth peer name x1 && ip link set x0 up && ip link set x1 up &&
+		rdma link add rxe_x0 type rxe netdev x0 && rdma link add rxe_x1 type rxe netdev x1; then
+		for _ in $(seq 100); do
+			x0=$(gid6_index rxe_x0) && x1=$(gid6_index rxe_x1) && break
+			sleep 0.2
+		done
+		local tx=$(</sys/class/net/x1/statistics/tx_packets)
+		srv_args=(-d rxe_x0 -x "${x0:-0}") cli_args=(-d rxe_x1 -x "${x1:-0}")
+		run_device wire_rxe "" localhost
+		# Evidence that the client's requests went through the veth.
+		echo "# wire: x1 sent $(($(</sys/class/net/x1/statistics/tx_packets) - tx)) packets"
+		rdma link delete rxe_x1
+		rdma link delete rxe_x0
+	else
+		echo "# wire: rxe_x0 and rxe_x1 could not be added"
+	fi
+	ip link del x0
+	echo "# wire: $((SECONDS - start)) s"
 }
 
 echo "# guest: $(uname -r), $(nproc) CPUs, $(ib_write_bw --version 2>&1 | head -1)"
 
 ip addr add "$ip4/24" dev eth0
 ip link set eth0 up
-for round in $(seq "${BENCH_ROUNDS:-3}"); do
+rounds=${BENCH_ROUNDS:-3}
+for round in $(seq "$rounds"); do
 	# --- the machine: one CPU's copy rate at the message sizes (glibc's
 	# memcpy and a plain loop), null system calls
 	for size in 65536 1048576; do
@@ -168,14 +255,24 @@ for round in $(seq "${BENCH_ROUNDS:-3}"); do
 	else
 		echo "# siw0 could not be added"
 	fi
+
+	# Its perftest runs cost seconds each to start under TCG: a round of
+	# them takes minutes, so only the last BENCH_WIRE_ROUNDS (default 1)
+	# rounds have one.
+	if [[ wire =~ ${BENCH_PEERS:-.} ]] && ((round > rounds - ${BENCH_WIRE_ROUNDS:-1})); then
+		wire
+	fi
 done
 
-# The median of each figure's rounds.
+# The median of each figure's rounds that gave one.
 for key in "${order[@]}"; do
 	read -r peer test unit <<<"$key"
 	read -ra figs <<<"${runs[$key]}"
 	echo "# $peer $test rounds: ${figs[*]}"
-	echo "bench: $peer $test $(printf '%s\n' "${figs[@]}" | sort -g |
-		sed -n "$(((${#figs[@]} + 1) / 2))p") $unit"
+	printf '%s\n' "${figs[@]}" | grep -v '^failed$' | sort -g >/tmp/rounds
+	mapfile -t ok </tmp/rounds
+	median=failed
+	((${#ok[@]})) && median=${ok[(${#ok[@]} - 1) / 2]}
+	echo "bench: $peer $test $median $unit"
 done
 echo "# bench done"

@@ -6,12 +6,14 @@ and writes the table (text, printed too), the CSV and an SVG chart.
     report.py LOG OUTDIR "DATE" "MACHINE"
 
 The rows and the Targets are those of the engine issue: rsoft against rxe
-and siw, and against the limits of the machine measured in the same guest.
+and siw, and against the limits of the machine measured in the same guest;
+then the wire issue's (19): the RoCEv2 wire between two namespaces.
 Standard library only.
 """
 import csv
 import math
 import sys
+import textwrap
 from xml.sax.saxutils import escape
 
 PEERS = ("rsoft", "rxe", "siw")
@@ -35,6 +37,20 @@ SECTIONS = {
     "rate": "Message rate, messages/s, higher is better",
     "lat": "Latency, typical, microseconds, lower is better",
 }
+# The wire rows (guest.sh's wire()): peer, column heading.
+WIRE_PEERS = [
+    ("wire_rsoft", "rsoft<->rsoft"),
+    ("wire_rsoft_rxe", "rsoft->rxe"),
+    ("wire_rxe", "rxe<->rxe"),
+]
+WIRE_TESTS = ("write_bw_64k", "write_bw_1m", "read_bw_64k", "read_bw_1m",
+              "send_bw_64", "send_lat_2")
+WIRE_TITLE = ("RoCEv2 wire over a veth pair: rsoft<->rsoft, rsoft_v0 here and "
+              "rsoft_v1 in a second namespace (IPv4 GIDs); rsoft->rxe, "
+              "rsoft_v1 there the client, rxe0 here the server (IPv4); "
+              "rxe<->rxe, rxe_x0 and rxe_x1 on the two ends of a veth pair "
+              "both in init_net (IPv6 link-local GIDs: rxe on 6.12 receives "
+              "in init_net only)")
 # Figures of the machine and of the kernel-side module, in table order.
 EXTRA = [
     ("machine", "memcpy_65536", "memcpy 64 KiB, one CPU"),
@@ -51,17 +67,25 @@ EXTRA = [
     ("kernel", "post_send_per_wr", "rsoft0 ib_post_send of a 0-byte SEND, executed"),
     ("kernel", "send_rate_1pair", "rsoft0 0-byte SENDs posted and polled, one QP pair"),
     ("kernel", "send_rate_2pairs", "the same, two pairs from two CPUs at once (sum)"),
+    # rsoft's ICRC code has no entry point to time: the kernel's CRC-32
+    # and a C copy of rsoft's loop stand in, in the bench module.
+    ("kernel", "icrc_crc32_le_4k", "ICRC per byte, 4 KiB: kernel crc32_le (rxe's CRC)"),
+    ("kernel", "icrc_bytewise_4k",
+     "ICRC per byte, 4 KiB: rsoft's byte-at-a-time table loop, in C"),
 ]
 
 
 def load(path):
+    """{(peer, test): (value, unit)}; value None for a figure that failed in
+    every round."""
     figs = {}
     with open(path, errors="replace") as f:
         for line in f:
             parts = line.split()
             if len(parts) == 5 and parts[0] == "bench:":
                 try:
-                    figs[(parts[1], parts[2])] = (float(parts[3]), parts[4])
+                    v = None if parts[3] == "failed" else float(parts[3])
+                    figs[(parts[1], parts[2])] = (v, parts[4])
                 except ValueError:
                     pass
     return figs
@@ -137,6 +161,11 @@ def fmt(v):
     return f"{v:.2f}"
 
 
+def cell(figs, peer, test):
+    v = figs.get((peer, test))
+    return "failed" if v and v[0] is None else fmt(v[0] if v else None)
+
+
 def ratio(a, b):
     return a / b if a is not None and b else None
 
@@ -161,12 +190,39 @@ def table_rows(figs):
         ts = targets(figs, test, section)
         # The machine's limit (or the row's own target) is the first target.
         lim = ts[0] if ts else (None, None, None, None)
-        rows.append([label, unit] + [fmt(v) for v in vals] +
+        rows.append([label, unit] + [cell(figs, p, test) for p in PEERS] +
                     [rfmt(ratio(vals[0], vals[1])),
                      rfmt(ratio(vals[0], vals[2])),
                      lim[1] or "-", fmt(lim[2]),
                      rfmt(ratio(vals[0], lim[2])),
                      "; ".join(verdict(t) for t in ts) or "-"])
+    return head, rows
+
+
+def wire_rows(figs):
+    """The wire table: each pair's figure, rsoft's pairs over rxe<->rxe, and
+    the issue's Targets (rsoft<->rsoft at least 3x rxe<->rxe in bandwidth
+    and message rate, at most half its latency; rsoft->rxe at least
+    rxe<->rxe)."""
+    head = ["test", "unit"] + [h for _p, h in WIRE_PEERS] + [
+        "rxe loopback", "rsoft<->rsoft/rxe<->rxe", "rsoft->rxe/rxe<->rxe",
+        "targets"]
+    rows = []
+    for test, label, unit, section in ROWS:
+        if test not in WIRE_TESTS:
+            continue
+        rr, rx, xx = (value(figs, p, test) for p, _h in WIRE_PEERS)
+        lat = section == "lat"
+        ts = []
+        for text, v, limit in (
+                ("rsoft<->rsoft " + ("<= rxe<->rxe/2" if lat else ">= 3x rxe<->rxe"),
+                 rr, xx and (xx / 2 if lat else xx * 3)),
+                ("rsoft->rxe " + ("<=" if lat else ">=") + " rxe<->rxe", rx, xx)):
+            ok = None if v is None or not limit else (v <= limit if lat else v >= limit)
+            ts.append((text, None, limit, ok))
+        rows.append([label, unit] + [cell(figs, p, test) for p, _h in WIRE_PEERS] +
+                    [cell(figs, "rxe", test), rfmt(ratio(rr, xx)), rfmt(ratio(rx, xx)),
+                     "; ".join(verdict(t) for t in ts)])
     return head, rows
 
 
@@ -187,9 +243,12 @@ def aligned(head, rows):
 
 def write_text(path, figs, date, machine):
     head, rows = table_rows(figs)
-    text = (f"rsoft make bench, {date}\n{machine}\n\n" + aligned(head, rows) +
-            "\n\n" + aligned(["machine and kernel-side figure", "unit", "value"],
-                             extra_rows(figs)))
+    text = f"rsoft make bench, {date}\n{machine}\n\n" + aligned(head, rows)
+    if any(p in (k[0] for k in figs) for p, _h in WIRE_PEERS):
+        text += ("\n\n" + "\n".join(textwrap.wrap(WIRE_TITLE, 100)) + "\n\n" +
+                 aligned(*wire_rows(figs)))
+    text += "\n\n" + aligned(["machine and kernel-side figure", "unit", "value"],
+                             extra_rows(figs))
     kt = kernel_targets(figs)
     if kt:
         text += "\n\n" + aligned(["kernel-side target", "figure", "verdict"], kt)
@@ -217,10 +276,13 @@ def write_csv(path, figs):
                         num(ratio(vals[0], vals[2])), lim[1] or "",
                         num(lim[2]), num(ratio(vals[0], lim[2])),
                         "; ".join(verdict(t) for t in ts), "perftest", ""])
-        for peer, test, _label in EXTRA:
+        # The wire rows the same way, their pair under "source".
+        extra = list(EXTRA) + [(p, t, "") for p, _h in WIRE_PEERS for t in WIRE_TESTS]
+        for peer, test, _label in extra:
             v = figs.get((peer, test))
             if v:
-                w.writerow([test, v[1]] + [""] * 9 + [peer, f"{v[0]:.6g}"])
+                w.writerow([test, v[1]] + [""] * 9 +
+                           [peer, "failed" if v[0] is None else f"{v[0]:.6g}"])
 
 
 def write_svg(path, figs, date, machine):
@@ -308,6 +370,18 @@ def write_svg(path, figs, date, machine):
             y += 16
             text(left - 10, y, fmt(v) + " " + unit, 12, "end")
             text(left, y, label, 12)
+        y += 20
+    # The wire rows, as a caption too: three pairs of other devices.
+    head, rows = wire_rows(figs)
+    if any(p in (k[0] for k in figs) for p, _h in WIRE_PEERS):
+        y += 10
+        text(8, y, "RoCEv2 wire over a veth pair (see bench.txt)", 14, weight="bold")
+        y += 6
+        for r in rows:
+            y += 16
+            text(left - 10, y, r[0], 12, "end")
+            text(left, y, ",  ".join(f"{h} {c}" for h, c in zip(head[2:5], r[2:5])) +
+                 f" {r[1]}", 12)
         y += 20
     # Legend and caption.
     lx = left
