@@ -304,7 +304,10 @@ impl Window {
             return false;
         }
         self.answered_to(psn);
-        if self.expect == psn {
+        // A refusal (an RNR NAK, say) stands over the sequence-error NAK
+        // that the packets after the refused one bring.
+        let refused = matches!(self.event, Some(Event::Refused(_)));
+        if self.expect == psn && !(refused && matches!(event, Event::Resend)) {
             self.event = Some(event);
         }
         true

@@ -223,7 +223,8 @@ counter() {
 # DEV0-DEV1 but the last of each 32 PSNs: 32 requests of each kind in
 # flight, posted as one list, which the ACK of the last answers (or 8
 # READs and 32 atomics, 4 at a time, answered by their data), every
-# batch's data checked. The rsoft links sent nothing again.
+# batch's data checked. The rsoft links sent nothing again. Then, with
+# every ACK through, 32 SENDs each way for one receive posted.
 window() {
 	local out rc=0 links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -240,6 +241,14 @@ window() {
 		l=$(($(counter "${links[i]}" wire_resent_packets) - before[i]))
 		check "... ${links[i]} sent nothing again (resent $l)" test $l -eq 0
 	done
+	# 32 SENDs for one receive: an RNR NAK and a sequence-error NAK after
+	# it; the requester waits the RNR timer out.
+	rc=0
+	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:1:4}" rnr 2>&1) ||
+		rc=$?
+	grep -v 'data intact$' <<<"$out"
+	check "32 SENDs in flight for 1 receive, $1 <-> $3: RNR NAK, then all complete" \
+		test $rc -eq 0
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

@@ -161,6 +161,9 @@ fn pick(inner: &mut QpInner) -> Option<(usize, Leg)> {
                 inner.retries.answered();
                 return Some((0, Leg::Answered(answer)));
             }
+            // While an RNR timer runs, the packets after the refused one
+            // bring sequence-error NAKs: its end sends them again.
+            Some(Event::Resend) if inner.retries.holds() => {}
             Some(Event::Resend) => inner.retries.resend_now(),
             None => {}
         }

@@ -11,8 +11,17 @@
  * 9.7.5.1.2), waits out its local ACK timeout (about 1 s) and fails. The
  * data of each batch is checked. Prints a line per batch and exits 0 when
  * all pass.
+ *
+ * window DEV0 GIDX0 DEV1 GIDX1 rnr: instead, each way, 32 SENDs posted as
+ * one list while the responder has one receive; the other 31 are posted
+ * 0.2 s later. The second SEND is refused with an RNR NAK, and those after
+ * it bring a sequence-error NAK: the requester waits out the RNR timer
+ * (rnr_retry 7: for ever) rather than sending again at once on the
+ * sequence-error NAK, which would spend its retry_cnt in a few rounds and
+ * end in RETRY_EXC. All 32 complete, data checked.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "side.h"
 
@@ -81,26 +90,30 @@ static int post(struct side *a, struct side *b, enum ibv_wr_opcode op,
 	return ibv_post_send(a->qp, wr, &bad);
 }
 
-/* Posts @n receives of SMALL bytes each at DST + i * SMALL of @b. */
-static int receives(struct side *b, int n)
+/* Posts receives @from to @to - 1 of @b, SMALL bytes at DST + i * SMALL. */
+static int receives(struct side *b, int from, int to)
 {
 	struct ibv_recv_wr wr[BATCH] = {}, *bad;
 	struct ibv_sge sge[BATCH];
 
-	for (int i = 0; i < n; i++) {
+	for (int i = from; i < to; i++) {
 		sge[i] = (struct ibv_sge){ (uintptr_t)(b->buf + DST + i * SMALL),
 					   SMALL, b->mr->lkey };
 		wr[i] = (struct ibv_recv_wr){
 			.wr_id = i, .sg_list = &sge[i], .num_sge = 1,
-			.next = i + 1 < n ? &wr[i + 1] : NULL,
+			.next = i + 1 < to ? &wr[i + 1] : NULL,
 		};
 	}
-	return ibv_post_recv(b->qp, wr, &bad);
+	return ibv_post_recv(b->qp, &wr[from], &bad);
 }
 
-/* One batch of @op from @a to @b, its data checked; 0 when it passed. */
+/*
+ * One batch of @op from @a to @b, its data checked; 0 when it passed. A
+ * SEND's receives are all posted first, or only one if @late (the rest
+ * 0.2 s after the SENDs).
+ */
 static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
-		 int seed)
+		 int seed, int late)
 {
 	int read = op == IBV_WR_RDMA_READ;
 	int n = read ? READS : BATCH;
@@ -111,9 +124,13 @@ static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
 	memset(a->buf, 0, MEM);
 	memset(b->buf, 0, MEM);
 	fill(src, n * len, seed);
-	if (op == IBV_WR_SEND && receives(b, n))
+	if (op == IBV_WR_SEND && receives(b, 0, late ? 1 : n))
 		return -1;
-	if (post(a, b, op, n, len) || all_completed(a->cq, n))
+	if (post(a, b, op, n, len))
+		return -1;
+	if (late && (usleep(200000) || receives(b, 1, n)))
+		return -1;
+	if (all_completed(a->cq, n))
 		return -1;
 	if (op == IBV_WR_SEND && all_completed(b->cq, n))
 		return -1;
@@ -139,17 +156,18 @@ int main(int argc, char **argv)
 		{ IBV_WR_ATOMIC_FETCH_AND_ADD, "32 fetch-and-adds" },
 	};
 	struct side s[2] = {};
-	int failed = 0, seed = 0;
+	int failed = 0, seed = 0, rnr = argc == 6 && !strcmp(argv[5], "rnr");
 
 	/* A local ACK timeout of 4.096 us << 18: about 1 s. */
-	if (sides_open(s, argc, argv, MEM, BATCH, START_PSN, 4, 18))
+	if (sides_open(s, argc - rnr, argv, MEM, BATCH, START_PSN, 4, 18))
 		return 1;
 	for (int d = 0; d < 2; d++)
-		for (int o = 0; o < N_OPS; o++) {
-			int bad = batch(&s[d], &s[1 - d], ops[o].op, ++seed);
+		for (int o = 0; o < (rnr ? 1 : N_OPS); o++) {
+			int bad = batch(&s[d], &s[1 - d], ops[o].op, ++seed, rnr);
 
-			printf("# %s %s -> %s, one list: %s\n", ops[o].name,
+			printf("# %s %s -> %s, one list%s: %s\n", ops[o].name,
 			       argv[1 + 2 * d], argv[3 - 2 * d],
+			       rnr ? ", 1 receive" : "",
 			       bad ? "FAILED" : "data intact");
 			failed += bad != 0;
 		}
