@@ -48,6 +48,11 @@ pub(crate) fn is_ack(syndrome: u8) -> bool {
     syndrome >> 5 == 0
 }
 
+/// Whether `answer` is an RNR NAK (see [`is_ack`]).
+fn is_rnr_nak(answer: &Answer) -> bool {
+    matches!(answer.outcome, Outcome::Aeth(syndrome) if syndrome >> 5 == 1)
+}
+
 /// Where the send WQE that a step acts on stands.
 #[derive(Clone, Copy)]
 pub(crate) enum Leg {
@@ -104,6 +109,13 @@ pub(crate) struct Window {
     /// `expect` when a READ response past it had the requests sent
     /// again: a skip is acted on once, not once per packet after it.
     skipped: Option<Psn>,
+    /// `expect` when an RNR NAK refused the request there. A responder
+    /// that refused one goes on answering the packets after it with a
+    /// sequence-error NAK at the same PSN (rxe does, once a round), which
+    /// may come after the RNR timer ran out; the request is sent again at
+    /// the timer's end anyway, so such a NAK is the refusal's and neither
+    /// sends it again sooner nor spends a retry.
+    rnr: Option<Psn>,
 }
 
 impl Window {
@@ -122,6 +134,14 @@ impl Window {
 
     pub(crate) fn cursor(&self) -> usize {
         self.cursor
+    }
+
+    /// The first PSN not answered is now `to`: what was said of the one
+    /// before is past.
+    fn reach(&mut self, to: Psn) {
+        self.expect = to;
+        self.event = None;
+        self.rnr = None;
     }
 
     /// Forgets every request: a RESET, or a new `sq_psn`.
@@ -210,8 +230,7 @@ impl Window {
             return false;
         }
         if self.len == 0 {
-            self.expect = sent.first;
-            self.event = None;
+            self.reach(sent.first);
             self.skipped = None;
         }
         self.sent[(self.start + self.len) % MAX_WQES] = sent;
@@ -269,8 +288,7 @@ impl Window {
             s.returns && s.last.since(front.first) >= at && s.first.since(front.first) < to_at
         });
         let Some(short) = short else {
-            self.expect = to;
-            self.event = None;
+            self.reach(to);
             return true;
         };
         if short.last.since(front.first) >= to_at {
@@ -281,8 +299,7 @@ impl Window {
         }
         let moved = short.first.since(front.first) > at;
         if moved {
-            self.expect = short.first;
-            self.event = None;
+            self.reach(short.first);
         }
         if self.skipped != Some(self.expect) {
             self.skipped = Some(self.expect);
@@ -293,8 +310,9 @@ impl Window {
     }
 
     /// A NAK (or a failure to place data) at `psn`, which comes to
-    /// `event`: every PSN before it is answered. Returns whether the
-    /// completer is to act.
+    /// `event`: every PSN before it is answered. Returns whether it was
+    /// taken (not beyond what left, nor older than what is known): the
+    /// completer is to look.
     pub(crate) fn refused_at(&mut self, psn: Psn, event: Event) -> bool {
         let Some(front) = self.front() else {
             return false;
@@ -304,19 +322,27 @@ impl Window {
             return false;
         }
         self.answered_to(psn);
-        // A refusal (an RNR NAK, say) stands over the sequence-error NAK
-        // that the packets after the refused one bring.
-        let refused = matches!(self.event, Some(Event::Refused(_)));
-        if self.expect == psn && !(refused && matches!(event, Event::Resend)) {
-            self.event = Some(event);
+        if self.expect != psn {
+            return true;
+        }
+        match event {
+            // A refusal stands over the sequence-error NAK that the
+            // packets after the refused one bring; an RNR NAK's until
+            // the answers move on.
+            Event::Resend
+                if self.rnr == Some(psn) || matches!(self.event, Some(Event::Refused(_))) => {}
+            Event::Refused(answer) if is_rnr_nak(&answer) => {
+                self.rnr = Some(psn);
+                self.event = Some(event);
+            }
+            _ => self.event = Some(event),
         }
         true
     }
 
     /// The response packet at the first PSN not answered was placed.
     pub(crate) fn placed(&mut self) {
-        self.expect = self.expect.next();
-        self.event = None;
+        self.reach(self.expect.next());
     }
 
     /// The first PSN not answered.

@@ -213,6 +213,16 @@ sparse_acks() {
 		match u8 0x11 0xff at 28 -- 2
 }
 
+# late_seq_naks D0 D1 on|off: every sequence-error NAK (BTH opcode 0x11,
+# AETH syndrome 0x60) on the veth between D0 here and D1 in $ns is
+# delayed by 20 ms, far past the 0.64 ms RNR timer of the QPs that
+# loopback.h connects.
+late_seq_naks() {
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 1 "delay 20ms" \
+		match u8 0x11 0xff at 28 match u8 0x60 0xff at 40 -- 2
+}
+
 # counter LINK NAME: the value of port counter NAME of LINK.
 counter() {
 	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
@@ -224,7 +234,8 @@ counter() {
 # flight, posted as one list, which the ACK of the last answers (or 8
 # READs and 32 atomics, 4 at a time, answered by their data), every
 # batch's data checked. The rsoft links sent nothing again. Then, with
-# every ACK through, 32 SENDs each way for one receive posted.
+# every ACK through but the sequence-error NAKs late, 32 SENDs each way
+# for one receive posted.
 window() {
 	local out rc=0 links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -242,10 +253,14 @@ window() {
 		check "... ${links[i]} sent nothing again (resent $l)" test $l -eq 0
 	done
 	# 32 SENDs for one receive: an RNR NAK and a sequence-error NAK after
-	# it; the requester waits the RNR timer out.
+	# it (from rxe), which late_seq_naks holds back until the RNR timer
+	# has run out and the SENDs have been sent again: the requester waits
+	# the RNR timer out and takes the late NAK for the refusal's.
 	rc=0
+	check "sequence-error NAKs on $5 and $6 20 ms late" late_seq_naks "$5" "$6" on || return
 	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:1:4}" rnr 2>&1) ||
 		rc=$?
+	check "late sequence-error NAKs off" late_seq_naks "$5" "$6" off
 	grep -v 'data intact$' <<<"$out"
 	check "32 SENDs in flight for 1 receive, $1 <-> $3: RNR NAK, then all complete" \
 		test $rc -eq 0

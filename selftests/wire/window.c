@@ -14,11 +14,13 @@
  *
  * window DEV0 GIDX0 DEV1 GIDX1 rnr: instead, each way, 32 SENDs posted as
  * one list while the responder has one receive; the other 31 are posted
- * 0.2 s later. The second SEND is refused with an RNR NAK, and those after
- * it bring a sequence-error NAK: the requester waits out the RNR timer
- * (rnr_retry 7: for ever) rather than sending again at once on the
- * sequence-error NAK, which would spend its retry_cnt in a few rounds and
- * end in RETRY_EXC. All 32 complete, data checked.
+ * 2 s later. Until then the second SEND is refused with an RNR NAK round
+ * after round (rnr_retry 7: for ever), and in each round the SENDs after
+ * it may bring a sequence-error NAK (rxe's responder sends one), which
+ * the test script may hold back past the RNR timer's end. The requester
+ * takes that NAK as the refusal's: it neither cuts the RNR wait short nor
+ * spends retry_cnt, which would end in RETRY_EXC within eight rounds.
+ * All 32 complete, data checked.
  */
 #include <string.h>
 #include <unistd.h>
@@ -110,7 +112,7 @@ static int receives(struct side *b, int from, int to)
 /*
  * One batch of @op from @a to @b, its data checked; 0 when it passed. A
  * SEND's receives are all posted first, or only one if @late (the rest
- * 0.2 s after the SENDs).
+ * 2 s after the SENDs).
  */
 static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
 		 int seed, int late)
@@ -128,7 +130,7 @@ static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
 		return -1;
 	if (post(a, b, op, n, len))
 		return -1;
-	if (late && (usleep(200000) || receives(b, 1, n)))
+	if (late && (sleep(2) || receives(b, 1, n)))
 		return -1;
 	if (all_completed(a->cq, n))
 		return -1;
