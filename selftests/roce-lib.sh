@@ -145,6 +145,28 @@ ns_pair() {
 	pair "$@"
 }
 
+# perftests D0 G0 IP0 D1 G1 IP1 PORT: each of perftest's tests (SEND,
+# WRITE, READ and atomic; bandwidth and latency) between D0 here (address
+# IP0, GID index G0) and D1 in $ns (IP1, G1) twice: D1 the client with the
+# QPs exchanged over TCP on the GIDs (-x), and D0 the client over rdma_cm
+# (-R). So each test runs each way, with and without -R: 16 runs of 20
+# iterations, each run's row checked. (All four pairings of the two would
+# double the time, perftest's start being most of it, for no path not
+# taken here.) Uses ports PORT to PORT+15.
+perftests() {
+	local d0=$1 g0=$2 ip0=$3 d1=$4 g1=$5 ip1=$6 port=$7 t
+	for t in send_bw send_lat write_bw write_lat read_bw read_lat atomic_bw atomic_lat; do
+		srv=(ib_$t -d "$d0" -x "$g0" -F -n 20 -p $port)
+		cli=(ib_$t -d "$d1" -x "$g1" -F -n 20 -p $port "$ip0")
+		ns_pair "ib_$t -x -n 20 ($d1 in $ns -> $d0 here)" tcp $port perf_row
+		port=$((port + 1))
+		srv=(ip netns exec "$ns" ib_$t -d "$d1" -R -F -n 20 -p $port)
+		cli=(ib_$t -d "$d0" -R -F -n 20 -p $port "$ip1")
+		pair "ib_$t -R -n 20 ($d0 here -> $d1 in $ns)" ns_cm $port perf_row
+		port=$((port + 1))
+	done
+}
+
 # librpma's check (selftests/rpma) verified every operation, its server
 # on device $rpma_srv and its client on $rpma_cli.
 rpma_ok() {

@@ -162,6 +162,9 @@ srv=(udaddy -b $ip0 -c 2 -C 10)
 cli=(udaddy -s $ip0 -c 2 -C 10)
 ns_pair "udaddy -c 2 -C 10 (rsoft_w1 in $ns <-> rxe_w0 here): SIDR over QP1, then datagrams" \
 	cm 7174 cmatose_done
+srv=(ip netns exec $ns udaddy -b $ip1 -c 2 -C 10)
+cli=(udaddy -s $ip1 -c 2 -C 10)
+pair "udaddy -c 2 -C 10 (rxe_w0 here <-> rsoft_w1 in $ns, the server)" ns_cm 7174 cmatose_done
 # The same pingpong over IPv6: the link-local addresses' RoCE v2 GIDs.
 h0=$(gid6_index rxe_w0) h1=$(gid6_index rsoft_w1)
 port=7703
@@ -278,23 +281,11 @@ ns_pair "rping -C 1000 -v -V (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rping_da
 srv=(ip netns exec $ns rping -s -a $ip1 -p $port -C 1000)
 cli=(rping -c -a $ip1 -p $port -C 1000 -v -V)
 pair "rping -C 1000 -v -V (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rping_data_1000
-# perftest over rdma_cm (-R): each operation once, the directions taking
-# turns; librpma (every operation verified) and libfabric's verbs
-# provider, each side the server.
-port=7761
-for t in "send_bw rsoft_w1" "write_lat rxe_w0" "read_bw rsoft_w1" "atomic_lat rxe_w0"; do
-	read -r t from <<<"$t"
-	if [[ $from == rsoft_w1 ]]; then
-		srv=(ib_$t -d rxe_w0 -R -F -n 50 -p $port)
-		cli=(ib_$t -d rsoft_w1 -R -F -n 50 -p $port $ip0)
-		ns_pair "ib_$t -R (rsoft_w1 in $ns -> rxe_w0 here)" cm $port perf_row
-	else
-		srv=(ip netns exec $ns ib_$t -d rsoft_w1 -R -F -n 50 -p $port)
-		cli=(ib_$t -d rxe_w0 -R -F -n 50 -p $port $ip1)
-		pair "ib_$t -R (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port perf_row
-	fi
-	port=$((port + 1))
-done
+# Each of perftest's tests each way, over TCP (-x) with rsoft the client
+# and over rdma_cm (-R) with rxe the client; librpma (every operation
+# verified) and libfabric's verbs provider, each side the server.
+perftests rxe_w0 "$g0" $ip0 rsoft_w1 "$g1" $ip1 7761
+port=7800
 rpma=$here/build/rpma/rpma_check
 fi_pp=(env FI_PROVIDER=verbs fi_pingpong -p verbs -e msg -I 100 -S 4096 -c)
 rpma_srv=rxe_w0 rpma_cli=rsoft_w1
