@@ -2,6 +2,7 @@
 /* C helpers for what bindgen cannot reach: macros and static inlines. */
 
 #include <linux/sched.h>
+#include <linux/crc32.h>
 #include <linux/highmem.h>
 #include <linux/llist.h>
 #include <linux/moduleparam.h>
@@ -149,6 +150,11 @@ void rsoft_page_read(void *dst, struct page *src, size_t off, size_t len)
 void rsoft_cond_resched(void)
 {
 	cond_resched();
+}
+
+u32 rsoft_crc32_le(u32 crc, const u8 *p, size_t len)
+{
+	return crc32_le(crc, p, len);
 }
 
 void rsoft_timer_setup(struct timer_list *timer,

@@ -42,6 +42,8 @@ struct page *rsoft_virt_to_page(unsigned long addr);
 void rsoft_page_read(void *dst, struct page *src, size_t off, size_t len);
 /* cond_resched() is a macro. */
 void rsoft_cond_resched(void);
+/* crc32_le() is a static inline on 7.x. */
+u32 rsoft_crc32_le(u32 crc, const u8 *p, size_t len);
 
 struct timer_list;
 

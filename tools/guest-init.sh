@@ -51,6 +51,13 @@ finish() {
 	busybox reboot -f
 }
 
+# insmod loads nothing that rsoft.ko needs: a kernel that built the CRC-32
+# library (the ICRC's crc32_le()) as a module, as 7.x may when only modules
+# select it, has it loaded here, for the tests that insmod rsoft.ko too.
+deps=$(modinfo -F depends "$RSOFT_TOP/rsoft.ko" 2>/dev/null | tr , ' ')
+# shellcheck disable=SC2086 # module names are words
+[[ -z $deps ]] || modprobe -a $deps || echo "rsoft-guest: modprobe $deps failed"
+
 if [[ $RSOFT_LOAD == 1 ]]; then
 	# shellcheck disable=SC2086 # parameters are words
 	if ! insmod "$RSOFT_TOP/rsoft.ko" $RSOFT_MODARGS; then

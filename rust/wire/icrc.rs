@@ -6,6 +6,8 @@
 //! change set to ones. It is sent inverted, least significant byte first,
 //! as rxe and hardware send it.
 
+use crate::ib::crc32_le;
+
 /// Bytes of the UDP and base transport headers, after the IP header.
 const UDP_BTH: usize = 8 + 12;
 /// The longest headers covered: IPv6, UDP and BTH.
@@ -13,35 +15,6 @@ const MAX_HEADERS: usize = 40 + UDP_BTH;
 
 /// Bytes the ICRC takes at the end of the packet.
 pub(super) const LEN: usize = 4;
-
-/// The CRC-32 (IEEE 802.3, reflected) table, one entry per byte value.
-static TABLE: [u32; 256] = table();
-
-const fn table() -> [u32; 256] {
-    let mut table = [0; 256];
-    let mut i = 0;
-    while i < 256 {
-        let mut c = i as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            c = if c & 1 != 0 {
-                0xedb8_8320 ^ (c >> 1)
-            } else {
-                c >> 1
-            };
-            bit += 1;
-        }
-        table[i] = c;
-        i += 1;
-    }
-    table
-}
-
-fn update(crc: u32, bytes: &[u8]) -> u32 {
-    bytes.iter().fold(crc, |c, &b| {
-        TABLE[((c ^ u32::from(b)) & 0xff) as usize] ^ (c >> 8)
-    })
-}
 
 /// The ICRC of `pkt`, a RoCEv2 packet from its IP header (v4 without
 /// options, or v6) on, as its last [`LEN`] bytes should hold it; `None` if
@@ -74,7 +47,7 @@ fn of(pkt: &[u8]) -> Option<[u8; LEN]> {
     for i in [ip + 6, ip + 7, ip + 8 + 4] {
         masked[i] = 0xff;
     }
-    let crc = update(update(update(!0, &[0xff; 8]), masked), rest);
+    let crc = crc32_le(crc32_le(crc32_le(!0, &[0xff; 8]), masked), rest);
     Some((!crc).to_le_bytes())
 }
 
