@@ -113,6 +113,28 @@ impl Replies {
         true
     }
 
+    /// Keeps the answers that `keep` says to, in their order; if the
+    /// oldest goes, the next is the oldest of a new turn.
+    pub(crate) fn retain(&mut self, mut keep: impl FnMut(&Reply) -> bool) {
+        let mut kept = 0;
+        for i in 0..self.len {
+            let Some(reply) = self.slot(i).and_then(|s| s.take()) else {
+                continue;
+            };
+            if !keep(&reply) {
+                if i == 0 {
+                    self.turn = self.turn.wrapping_add(1);
+                }
+                continue;
+            }
+            if let Some(slot) = self.slot(kept) {
+                *slot = Some(reply);
+            }
+            kept += 1;
+        }
+        self.len = kept;
+    }
+
     /// The oldest answer, and its turn.
     pub(crate) fn oldest(&self) -> Option<(Turn, Reply)> {
         let reply = (*self.slots.get(self.head)?)?;

@@ -16,7 +16,7 @@ use crate::{
     ib::{Grh, QpState},
     net::Net,
     payload::Payload,
-    psn::Psn,
+    psn::{Psn, Sequence},
     qp::{QpUse, Qpn},
     reply::{Reply, Said},
     transport::{self, Nak, Response},
@@ -81,6 +81,14 @@ pub(super) fn send(port: &Net, qp: &QpUse, to: &Asker, response: Response) {
         matches!(said, Said::Read { sge, .. } if transport::cut(sge.length, to.mtu).1 > BURST);
     {
         let mut inner = qp.inner.lock();
+        if let Said::Read { .. } = said {
+            // A READ asked for again (its requester went back to it,
+            // go-back-N) supersedes the READ responses waiting for it
+            // and for the READs after it, which the requester asks for
+            // again too: sent twice over they would only delay what it
+            // waits for, and its every timeout meanwhile would add more.
+            inner.replies.retain(|queued| ends_before(queued, psn));
+        }
         if long || !inner.replies.is_empty() {
             let first = inner.replies.is_empty();
             if !inner.replies.push(reply) {
@@ -93,6 +101,18 @@ pub(super) fn send(port: &Net, qp: &QpUse, to: &Asker, response: Response) {
         }
     }
     emit(port, qp.qpn, &reply, u32::MAX);
+}
+
+/// Whether `reply` is not a READ's response, or its last packet comes
+/// before PSN `psn`.
+fn ends_before(reply: &Reply, psn: Psn) -> bool {
+    let Said::Read { sge, .. } = reply.said else {
+        return true;
+    };
+    let last = reply
+        .psn
+        .add(transport::cut(sge.length, reply.mtu).1.saturating_sub(1));
+    matches!(last.against(psn), Sequence::Duplicate)
 }
 
 /// Sends up to [`BATCH`] packets of the answers that wait for `qp`, a QP
