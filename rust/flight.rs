@@ -291,10 +291,13 @@ impl Window {
             self.reach(to);
             return true;
         };
-        if short.last.since(front.first) >= to_at {
+        if short.last.since(front.first) > to_at {
             // A READ response past a lost one of the same READ: dropped,
-            // as rxe's completer does, for the local ACK timeout to
-            // resend it (reordering would otherwise resend it often).
+            // as rxe's completer does. The lost one may only be late
+            // (reordered), so the READ is asked for again no sooner than
+            // at its last response packet, after which the responder
+            // sends nothing more that could fill the gap: not waiting
+            // for the local ACK timeout, which may be long or infinite.
             return false;
         }
         let moved = short.first.since(front.first) > at;

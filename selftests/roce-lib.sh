@@ -250,6 +250,28 @@ counter() {
 	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
 }
 
+# lost_read_middles D0 D1 on|off: every READ response MIDDLE packet (BTH
+# opcode 0x0e) whose PSN is 1 (mod 4) on the veth between D0 here and D1
+# in $ns is lost.
+lost_read_middles() {
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 1 "loss 100%" \
+		match u8 0x0e 0xff at 28 match u32 0x1 0x3 at 36 -- 2
+}
+
+# shaped_window SHAPER WHAT MODE NAME D0 G0 D1 G1 DEV0 DEV1: check NAME
+# is selftests/wire/window MODE between D0's GID G0 and D1's G1, while
+# SHAPER (what WHAT says) is on the veth DEV0-DEV1.
+shaped_window() {
+	local out rc=0
+	check "$2: on $9 and ${10}" "$1" "$9" "${10}" on || return
+	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:5:4}" ${3:+"$3"} 2>&1) ||
+		rc=$?
+	check "$2: off" "$1" "$9" "${10}" off
+	grep -v 'data intact$' <<<"$out"
+	check "$4" test $rc -eq 0
+}
+
 # window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID
 # G0 and D1's G1, each way, while sparse_acks drops every ACK on the veth
 # DEV0-DEV1 but the last of each 32 PSNs: 32 requests of each kind in
@@ -257,19 +279,14 @@ counter() {
 # READs and 32 atomics, 4 at a time, answered by their data), every
 # batch's data checked. The rsoft links sent nothing again. Then, with
 # every ACK through but the sequence-error NAKs late, 32 SENDs each way
-# for one receive posted.
+# for one receive posted. Then D1 (an rsoft link) READs from D0 with a
+# packet of each READ's response lost and no local ACK timeout.
 window() {
-	local out rc=0 links=() l before=() i
+	local links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
 	for l in "${links[@]}"; do before+=("$(counter "$l" wire_resent_packets)"); done
-	check "sparse ACKs on $5 and $6: only PSNs ending in 31 (mod 32) acknowledged" \
-		sparse_acks "$5" "$6" on || return
-	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:1:4}" 2>&1) ||
-		rc=$?
-	check "sparse ACKs off" sparse_acks "$5" "$6" off
-	grep -v 'data intact$' <<<"$out"
-	check "32 RC requests in flight, $1 <-> $3, answered by coalesced ACKs, data checked" \
-		test $rc -eq 0
+	shaped_window sparse_acks "sparse ACKs: only PSNs ending in 31 (mod 32) acknowledged" "" \
+		"32 RC requests in flight, $1 <-> $3, answered by coalesced ACKs, data checked" "$@"
 	for i in "${!links[@]}"; do
 		l=$(($(counter "${links[i]}" wire_resent_packets) - before[i]))
 		check "... ${links[i]} sent nothing again (resent $l)" test $l -eq 0
@@ -278,14 +295,12 @@ window() {
 	# it (from rxe), which late_seq_naks holds back until the RNR timer
 	# has run out and the SENDs have been sent again: the requester waits
 	# the RNR timer out and takes the late NAK for the refusal's.
-	rc=0
-	check "sequence-error NAKs on $5 and $6 20 ms late" late_seq_naks "$5" "$6" on || return
-	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:1:4}" rnr 2>&1) ||
-		rc=$?
-	check "late sequence-error NAKs off" late_seq_naks "$5" "$6" off
-	grep -v 'data intact$' <<<"$out"
-	check "32 SENDs in flight for 1 receive, $1 <-> $3: RNR NAK, then all complete" \
-		test $rc -eq 0
+	shaped_window late_seq_naks "sequence-error NAKs 20 ms late" rnr \
+		"32 SENDs in flight for 1 receive, $1 <-> $3: RNR NAK, then all complete" "$@"
+	# A requester that waits for its local ACK timeout to ask again for a
+	# READ response packet lost never completes the last READ.
+	shaped_window lost_read_middles "READ responses' second packets lost" readgap \
+		"8 READs from $3, a packet of each response lost, no local ACK timeout: all complete" "$@"
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

@@ -21,6 +21,15 @@
  * takes that NAK as the refusal's: it neither cuts the RNR wait short nor
  * spends retry_cnt, which would end in RETRY_EXC within eight rounds.
  * All 32 complete, data checked.
+ *
+ * window DEV0 GIDX0 DEV1 GIDX1 readgap: instead, DEV1 READs from DEV0 (8
+ * READs of 4 packets, 4 in flight) with a local ACK timeout of 0, which
+ * never runs out, while the test script drops every READ response MIDDLE
+ * packet whose PSN is 1 (mod 4): each READ's second packet. Asked for
+ * again from there, that PSN leads the response as FIRST and passes. The
+ * requester asks again once the READ's last response packet came past
+ * the gap; one that waited for a timeout (rxe's) never completes the
+ * last READ. Data checked.
  */
 #include <string.h>
 #include <unistd.h>
@@ -158,18 +167,28 @@ int main(int argc, char **argv)
 		{ IBV_WR_ATOMIC_FETCH_AND_ADD, "32 fetch-and-adds" },
 	};
 	struct side s[2] = {};
-	int failed = 0, seed = 0, rnr = argc == 6 && !strcmp(argv[5], "rnr");
+	const char *mode = argc == 6 ? argv[5] : "";
+	int rnr = !strcmp(mode, "rnr"), gap = !strcmp(mode, "readgap");
+	/* The ops run each way (from direction @from on), ops[@op, @end). */
+	int from = gap, op = gap ? 2 : 0, end = rnr ? 1 : gap ? 3 : N_OPS;
+	int failed = 0, seed = 0;
 
-	/* A local ACK timeout of 4.096 us << 18: about 1 s. */
-	if (sides_open(s, argc - rnr, argv, MEM, BATCH, START_PSN, 4, 18))
+	if (argc == 6 && !rnr && !gap) {
+		fprintf(stderr, "%s: unknown mode %s\n", argv[0], mode);
 		return 1;
-	for (int d = 0; d < 2; d++)
-		for (int o = 0; o < (rnr ? 1 : N_OPS); o++) {
+	}
+	/* A local ACK timeout of 4.096 us << 18 (about 1 s), or none. */
+	if (sides_open(s, argc - (argc == 6), argv, MEM, BATCH, START_PSN, 4,
+		       gap ? 0 : 18))
+		return 1;
+	for (int d = from; d < 2; d++)
+		for (int o = op; o < end; o++) {
 			int bad = batch(&s[d], &s[1 - d], ops[o].op, ++seed, rnr);
 
 			printf("# %s %s -> %s, one list%s: %s\n", ops[o].name,
 			       argv[1 + 2 * d], argv[3 - 2 * d],
-			       rnr ? ", 1 receive" : "",
+			       rnr ? ", 1 receive" :
+			       gap ? ", second packets lost" : "",
 			       bad ? "FAILED" : "data intact");
 			failed += bad != 0;
 		}
