@@ -26,7 +26,8 @@
  * READs of 4 packets, 4 in flight) with a local ACK timeout of 0, which
  * never runs out, while the test script drops every READ response MIDDLE
  * packet whose PSN is 1 (mod 4): each READ's second packet. Asked for
- * again from there, that PSN leads the response as FIRST and passes. The
+ * again from there, that PSN leads an rsoft responder's answer as FIRST
+ * and passes (rxe's replay sends it as MIDDLE: not a peer here). The
  * requester asks again once the READ's last response packet came past
  * the gap; one that waited for a timeout (rxe's) never completes the
  * last READ. Data checked.
