@@ -116,6 +116,14 @@ pub(crate) struct Window {
     /// the timer's end anyway, so such a NAK is the refusal's and neither
     /// sends it again sooner nor spends a retry.
     rnr: Option<Psn>,
+    /// The requester went back to a READ or atomic at the front: only it
+    /// leaves again until it is answered. A responder replays every READ
+    /// asked for again in full, in order (rxe does, with nothing dropped
+    /// for a later copy), so sending the whole window again after each
+    /// timeout or gap has it queue replay behind replay, and the answer
+    /// the front waits for comes later each time: under loss and
+    /// reordering, RETRY_EXC (rsoft to rxe, 64 KiB READs under netem).
+    alone: bool,
 }
 
 impl Window {
@@ -190,11 +198,13 @@ impl Window {
     /// The requests are all sent again, from the front.
     pub(crate) fn go_back(&mut self) {
         self.cursor = 0;
+        self.alone = self.front().is_some_and(|f| f.returns);
     }
 
     /// Whether request `index`, of `psns` PSNs, may leave now: a READ or
     /// atomic if `returns`, one that waits for those before it if
-    /// `fenced`. One sent before may; a new one if the window is empty,
+    /// `fenced`. One sent before may (only the front, after going back to
+    /// a READ or atomic there); a new one if the window is empty,
     /// or has room for it: at most `max_rd_atomic` READs and atomics (one
     /// if 0), and `MAX_PSNS` PSNs.
     pub(crate) fn has_room(
@@ -205,6 +215,9 @@ impl Window {
         fenced: bool,
         max_rd_atomic: u8,
     ) -> bool {
+        if self.alone && index > 0 {
+            return false;
+        }
         if index < self.len || self.len == 0 {
             return true;
         }
@@ -253,6 +266,7 @@ impl Window {
         let again = self.cursor > 0;
         self.start = (self.start + 1) % MAX_WQES;
         self.len -= 1;
+        self.alone = false;
         self.cursor = self.cursor.saturating_sub(1);
         Some((front, again))
     }
