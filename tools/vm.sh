@@ -63,11 +63,14 @@ write_env() {
 # it once per host kernel and remember the answer.
 accel=(-accel tcg,thread=multi -cpu max)
 kvm_verdict=$RSOFT_CACHE/kvm-$(uname -r)
+# The root is read-only and the host leaves it alone while the guest runs,
+# so the guest may cache it (cache=loose): without that, every exec and
+# library load goes to the host, and a process took seconds to start.
 qemu() {
 	timeout --foreground -k 5 "$1" qemu-system-x86_64 "${@:2}" \
 		-smp 2 -m 2G -display none -monitor none -serial stdio -no-reboot \
 		-kernel "$kdir/arch/x86/boot/bzImage" \
-		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144 ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic acpi=noirq rcupdate.rcu_cpu_stall_suppress_at_boot=1" \
+		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic acpi=noirq rcupdate.rcu_cpu_stall_suppress_at_boot=1" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,path="$share",mount_tag=rsoftshare,security_model=none \
 		-nic user,model=virtio-net-pci "${extra[@]}"
