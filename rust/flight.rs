@@ -122,7 +122,8 @@ pub(crate) struct Window {
     /// for a later copy), so sending the whole window again after each
     /// timeout or gap has it queue replay behind replay, and the answer
     /// the front waits for comes later each time: under loss and
-    /// reordering, RETRY_EXC (rsoft to rxe, 64 KiB READs under netem).
+    /// reordering, RETRY_EXC in every run (rsoft's 64 KiB READs from rxe
+    /// under netem).
     alone: bool,
 }
 
@@ -195,7 +196,8 @@ impl Window {
         self.event.take()
     }
 
-    /// The requests are all sent again, from the front.
+    /// The requests are sent again, from the front: all of them, or the
+    /// front alone until it is answered if it is a READ or atomic.
     pub(crate) fn go_back(&mut self) {
         self.cursor = 0;
         self.alone = self.front().is_some_and(|f| f.returns);
