@@ -187,6 +187,7 @@ pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
     if !answers_to(inner, from) {
         return false;
     }
+    heard(qp, inner);
     let Outcome::Aeth(syndrome) = answer.outcome else {
         return false;
     };
@@ -199,15 +200,21 @@ pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
         Some(_) => window.refused_at(answer.psn, Event::Refused(answer)),
     };
     if inner.window.expect() != before {
-        progressed(qp, inner);
+        inner.retries.progressed();
     }
     acted
 }
 
-/// The answers reached further: the local ACK timeouts spent so far are
-/// forgiven, and the wait for the rest starts again.
-fn progressed(qp: &QpUse, inner: &mut QpInner) {
-    inner.retries.progressed();
+/// The destination answered, if only with a packet that is dropped (a
+/// late duplicate, or one past a lost one): it is alive and works through
+/// what it was asked, so the wait for the rest starts again, as rxe's
+/// completer restarts its timer whenever it has taken every packet that
+/// came. A responder replays each READ asked for again in full, one after
+/// the other; a timeout that ran out while it still sent an earlier
+/// replay would only queue yet another, and spend a retry on a responder
+/// that is busy, not lost. A progress forgives the retries spent
+/// ([`Retries::progressed`]); this does not.
+fn heard(qp: &QpUse, inner: &QpInner) {
     if inner.retries.awaits_answer() && inner.attr.timeout != 0 {
         qp.arm_retry(ack_timeout_us(inner.attr.timeout));
     }
@@ -247,6 +254,7 @@ pub(crate) fn returned(
     if !answers_to(inner, from) {
         return None;
     }
+    heard(qp, inner);
     let mtu = inner.attr.path_mtu.map_or(port.mtu(), |m| m.bytes());
     let (index, sent) = inner.window.holding(psn).filter(|(_, s)| s.returns)?;
     let before = inner.window.expect();
@@ -275,7 +283,7 @@ pub(crate) fn returned(
         return Some(inner.window.refused_at(psn, Event::Refused(fault)));
     }
     inner.window.placed();
-    progressed(qp, inner);
+    inner.retries.progressed();
     // The QP is run for a WQE to retire: this one, or those before it.
     Some(last || before != psn)
 }
