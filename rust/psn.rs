@@ -34,6 +34,10 @@ impl Psn {
         self.add(1)
     }
 
+    pub(crate) fn prev(self) -> Self {
+        Self::new(self.0.wrapping_sub(1))
+    }
+
     /// The PSN `n` packets on.
     pub(crate) fn add(self, n: u32) -> Self {
         Self::new(self.0.wrapping_add(n))
