@@ -36,10 +36,10 @@ tests=(
 	"read_lat_2|ib_read_lat -s 2 -n 1000|lat"
 )
 
-# The wire rows: rsoft's requester has one RC message in flight, so its
-# wire bandwidth is far below its local one (tens of MB/s, as rxe's);
-# these counts keep each run's transfer to a second or two, and the
-# section to about 4 minutes (perftest's start costs the rest).
+# The wire rows: every packet crosses the stack and the veth, so wire
+# bandwidth is far below the local one (tens of MB/s, as rxe's); these
+# counts keep each run's transfer to a second or two, and the section to
+# about 5 minutes (perftest's start costs the rest).
 wire_tests=(
 	"write_bw_64k|ib_write_bw -s 65536 -n 300|bw"
 	"write_bw_1m|ib_write_bw -s 1048576 -n 30|bw"
@@ -163,6 +163,18 @@ wire() {
 	done
 	srv_args=(-d rsoft_v0 -x "${g0:-3}") cli_args=(-d rsoft_v1 -x "${g1:-3}")
 	run_device wire_rsoft "" $ip0
+	# RC under loss: the 64 KiB WRITEs and READs again with netem losing
+	# 1% of the packets each way (the target: half the lossless figure).
+	if tc qdisc add dev v0 root netem loss 1% &&
+		ip netns exec $ns tc qdisc add dev v1 root netem loss 1%; then
+		tests=("${wire_tests[0]}" "${wire_tests[2]}")
+		run_device wire_rsoft_loss1 "" $ip0
+		tests=("${wire_tests[@]}")
+	else
+		echo "# wire: netem could not be added"
+	fi
+	tc qdisc del dev v0 root 2>/dev/null
+	ip netns exec $ns tc qdisc del dev v1 root 2>/dev/null
 	rdma link delete rsoft_v0
 
 	if modprobe rdma_rxe && rdma link add rxe0 type rxe netdev v0; then

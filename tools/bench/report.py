@@ -43,6 +43,10 @@ WIRE_PEERS = [
     ("wire_rsoft_rxe", "rsoft->rxe"),
     ("wire_rxe", "rxe<->rxe"),
 ]
+# rsoft<->rsoft again, with 1% of the packets lost each way, and the
+# tests it runs.
+LOSS_PEER = "wire_rsoft_loss1"
+LOSS_TESTS = ("write_bw_64k", "read_bw_64k")
 WIRE_TESTS = ("write_bw_64k", "write_bw_1m", "read_bw_64k", "read_bw_1m",
               "send_bw_64", "send_lat_2")
 WIRE_TITLE = ("RoCEv2 wire over a veth pair: rsoft<->rsoft, rsoft_v0 here and "
@@ -222,6 +226,16 @@ def wire_rows(figs):
         rows.append([label, unit] + [cell(figs, p, test) for p, _h in WIRE_PEERS] +
                     [cell(figs, "rxe", test), rfmt(ratio(rr, xx)), rfmt(ratio(rx, xx)),
                      "; ".join(verdict(t) for t in ts)])
+    # RC under loss, against rsoft<->rsoft's lossless figure.
+    for test, label, unit, _section in ROWS:
+        if test not in LOSS_TESTS or (LOSS_PEER, test) not in figs:
+            continue
+        lossy, lossless = (value(figs, p, test) for p in (LOSS_PEER, "wire_rsoft"))
+        half = lossless and lossless / 2
+        ok = None if lossy is None or not half else lossy >= half
+        text = f"1% loss >= rsoft<->rsoft/2 ({rfmt(ratio(lossy, lossless))} of it)"
+        rows.append([label + ", 1% loss", unit, cell(figs, LOSS_PEER, test)] +
+                    ["-"] * (len(head) - 4) + [verdict((text, None, half, ok))])
     return head, rows
 
 
@@ -277,6 +291,7 @@ def write_csv(path, figs):
                         "; ".join(verdict(t) for t in ts), "perftest", ""])
         # The wire rows the same way, their pair under "source".
         extra = list(EXTRA) + [(p, t, "") for p, _h in WIRE_PEERS for t in WIRE_TESTS]
+        extra += [(LOSS_PEER, t, "") for t in LOSS_TESTS]
         for peer, test, _label in extra:
             v = figs.get((peer, test))
             if v:
