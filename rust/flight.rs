@@ -19,6 +19,7 @@ const MAX_WQES: usize = 32;
 /// request that takes more leaves alone, as many packets at a time as the
 /// answers leave room for.
 const MAX_PSNS: u32 = 128;
+const _: () = assert!(MAX_PSNS <= u128::BITS);
 
 /// A long message asks for an ACK every this many packets, so that its
 /// later packets may leave as the answers come.
@@ -125,6 +126,10 @@ pub(crate) struct Window {
     /// reordering, RETRY_EXC in every run (rsoft's 64 KiB READs from rxe
     /// under netem).
     alone: bool,
+    /// The READ response packets placed past a missing one: bit `i` for
+    /// PSN `expect + i` (bit 0 is never set: that one is the next).
+    /// [`MAX_PSNS`] bits cover every PSN in flight.
+    ahead: u128,
 }
 
 impl Window {
@@ -145,12 +150,32 @@ impl Window {
         self.cursor
     }
 
-    /// The first PSN not answered is now `to`: what was said of the one
+    /// The first PSN not answered is now `to`, or past it, over the READ
+    /// response packets placed there before: what was said of the one
     /// before is past.
     fn reach(&mut self, to: Psn) {
+        let moved = to.since(self.expect);
+        self.ahead = self.ahead.checked_shr(moved).unwrap_or(0);
         self.expect = to;
+        while self.ahead & 1 == 1 {
+            self.ahead >>= 1;
+            self.expect = self.expect.next();
+        }
         self.event = None;
         self.rnr = None;
+    }
+
+    /// Whether a READ response packet at `psn` may be placed past the
+    /// first PSN not answered, and noted.
+    pub(crate) fn may_note(&self, psn: Psn) -> bool {
+        (1..MAX_PSNS).contains(&psn.since(self.expect))
+    }
+
+    /// The READ response packet at `psn` ([`Window::may_note`]) was placed.
+    pub(crate) fn note(&mut self, psn: Psn) {
+        if self.may_note(psn) {
+            self.ahead |= 1u128 << psn.since(self.expect);
+        }
     }
 
     /// Forgets every request: a RESET, or a new `sq_psn`.
@@ -245,6 +270,7 @@ impl Window {
             return false;
         }
         if self.len == 0 {
+            self.ahead = 0;
             self.reach(sent.first);
             self.skipped = None;
         }
@@ -308,8 +334,8 @@ impl Window {
             return true;
         };
         if short.last.since(front.first) > to_at {
-            // A READ response past a lost one of the same READ: dropped,
-            // as rxe's completer does. The lost one may only be late
+            // A READ response past a lost one of the same READ (placed
+            // and noted by the caller). The lost one may only be late
             // (reordered), so the READ is asked for again no sooner than
             // at its last response packet, after which the responder
             // sends nothing more that could fill the gap: not waiting
@@ -360,8 +386,23 @@ impl Window {
     }
 
     /// The response packet at the first PSN not answered was placed.
-    pub(crate) fn placed(&mut self) {
+    /// Returns whether the requests are to be sent again: the next one
+    /// missing is of a READ whose packets after it all came (its last
+    /// among them), so nothing more can fill it.
+    pub(crate) fn placed(&mut self) -> bool {
         self.reach(self.expect.next());
+        let Some(top) = 127u32.checked_sub(self.ahead.leading_zeros()) else {
+            return false;
+        };
+        let gap = self
+            .holding(self.expect)
+            .is_some_and(|(_, s)| s.returns && top >= s.last.since(self.expect));
+        if !gap || self.skipped == Some(self.expect) {
+            return false;
+        }
+        self.skipped = Some(self.expect);
+        self.event = Some(Event::Resend);
+        true
     }
 
     /// The first PSN not answered.

@@ -237,10 +237,11 @@ pub(crate) enum Returned<'a> {
 
 /// Places `data`, of the answer with PSN `psn` from `from`, in the
 /// buffers of the send WQE of `qp` (an RC QP of `port`) whose READ or
-/// atomic in flight took that PSN. Answers are placed in PSN order, under
-/// the QP's lock (each is at most an MTU): one that is not next is
-/// dropped (and the requests are sent again from the first PSN not
-/// answered), and one answers every PSN before it. Returns `None` if the
+/// atomic in flight took that PSN, under the QP's lock (each is at most
+/// an MTU). One that is next answers every PSN before it. A READ response
+/// packet past a missing one is placed too, where its PSN says, and
+/// noted, so that the READ need not be asked for again for it: under
+/// reordering the missing one is mostly only late. Returns `None` if the
 /// data was not taken, else whether the QP is to be run.
 pub(crate) fn returned(
     port: &Net,
@@ -259,7 +260,9 @@ pub(crate) fn returned(
     let (index, sent) = inner.window.holding(psn).filter(|(_, s)| s.returns)?;
     let before = inner.window.expect();
     let skipped = inner.window.answered_to(psn);
-    if inner.window.expect() != psn {
+    let next = inner.window.expect() == psn;
+    let ahead = !next && matches!(data, Returned::Read { .. }) && inner.window.may_note(psn);
+    if !next && !ahead {
         return skipped.then_some(true);
     }
     let (wqe, sges) = inner.sq.get(index)?;
@@ -275,6 +278,13 @@ pub(crate) fn returned(
         }
         _ => return None,
     };
+    if ahead {
+        // A fault is left to the packet's turn: it is asked for again.
+        if placed.is_ok() {
+            inner.window.note(psn);
+        }
+        return Some(skipped);
+    }
     if placed.is_err() {
         let fault = Answer {
             psn,
@@ -282,10 +292,11 @@ pub(crate) fn returned(
         };
         return Some(inner.window.refused_at(psn, Event::Refused(fault)));
     }
-    inner.window.placed();
+    let resend = inner.window.placed();
     inner.retries.progressed();
-    // The QP is run for a WQE to retire: this one, or those before it.
-    Some(last || before != psn)
+    // The QP is run for a WQE to retire (this one, those before it, or
+    // one whose later packets came first), or to send again.
+    Some(last || before != psn || resend || inner.window.expect() != psn.next())
 }
 
 /// The status of the requester's completion after it put a response's
