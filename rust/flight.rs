@@ -195,6 +195,14 @@ impl Window {
         self.front().map_or(0, |f| self.expect.since(f.first))
     }
 
+    /// How many PSNs from the first not answered are missing before the
+    /// first READ response packet placed past it, if any was: a READ
+    /// sent again asks for those alone, and the packets noted after them
+    /// are not sent twice.
+    pub(crate) fn hole(&self) -> Option<u32> {
+        (self.ahead != 0).then(|| self.ahead.trailing_zeros())
+    }
+
     /// Where more of the front request's packets go on from, in PSNs from
     /// its first, if some have not left and the answers leave room for at
     /// least [`ACK_EVERY`] more.

@@ -267,7 +267,9 @@ pub(crate) fn returned(
     }
     let (wqe, sges) = inner.sq.get(index)?;
     let (placed, last) = match (data, wqe.op) {
-        (Returned::Read { data, last }, SendOp::RdmaRead(_)) if last == (psn == sent.last) => {
+        // A last packet before the READ's own ends a part of it asked
+        // for again.
+        (Returned::Read { data, last }, SendOp::RdmaRead(_)) if last || psn != sent.last => {
             let skip = psn.since(sent.first).saturating_mul(mtu);
             (write_sges(port.mrs(), sges, skip, data), last)
         }

@@ -45,6 +45,9 @@ pub(crate) struct Head<'s> {
     /// first: the response packets of a READ that were placed, or the
     /// first packet not answered; or, sent in part, the first not sent.
     pub(super) resume: u32,
+    /// Sent again, how many PSNs from `resume` on it asks for, if not all
+    /// the rest: see [`Window::hole`](crate::flight::Window::hole).
+    pub(super) ask: Option<u32>,
 }
 
 impl<'s> Head<'s> {
@@ -63,11 +66,11 @@ impl<'s> Head<'s> {
     ) -> Option<Self> {
         let (index, leg) = pick(inner)?;
         let window = &inner.window;
-        let (psn, resume) = match (window.get(index), leg) {
-            (Some(sent), Leg::Rest) => (sent.first, window.rest().unwrap_or(0)),
-            (Some(sent), _) if index == 0 => (sent.first, window.resume()),
-            (Some(sent), _) => (sent.first, 0),
-            (None, _) => (inner.req_psn, 0),
+        let (psn, resume, ask) = match (window.get(index), leg) {
+            (Some(sent), Leg::Rest) => (sent.first, window.rest().unwrap_or(0), None),
+            (Some(sent), _) if index == 0 => (sent.first, window.resume(), window.hole()),
+            (Some(sent), _) => (sent.first, 0, None),
+            (None, _) => (inner.req_psn, 0, None),
         };
         let (wqe, sges) = inner.sq.get(index)?;
         let data = match inner.sq.inline_of(index) {
@@ -93,6 +96,7 @@ impl<'s> Head<'s> {
             mtu: a.path_mtu.map(|m| m.bytes()),
             leg,
             resume,
+            ask,
         })
     }
 

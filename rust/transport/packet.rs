@@ -177,10 +177,13 @@ impl Request<'_> {
 
     /// The request as sent again from `resume` PSNs after its first: a
     /// READ whose requester placed that many of its response packets
-    /// asks for the rest alone, from the PSN and the place in memory
-    /// where they stop; a SEND or WRITE goes on from that packet, which
+    /// asks for the rest, from the PSN and the place in memory where they
+    /// stop, or for the `ask` PSNs of it that are missing before packets
+    /// placed further on (a responder answers a READ asked for again
+    /// from the PSN, address and length it names; rxe takes any part of
+    /// the original). A SEND or WRITE goes on from that packet, which
     /// its responder NAKed as the one it expects.
-    pub(crate) fn resumed(self, resume: u32) -> Self {
+    pub(crate) fn resumed(self, resume: u32, ask: Option<u32>) -> Self {
         let Packets { mtu, sent, .. } = self.packets();
         let SendOp::RdmaRead(remote) = self.op else {
             return Self {
@@ -189,16 +192,17 @@ impl Request<'_> {
             };
         };
         let skip = resume.saturating_mul(mtu);
-        if resume == 0 || skip >= self.len {
+        if skip >= self.len {
             return self;
         }
+        let rest = self.len - skip;
         Self {
             psn: self.psn.add(resume),
             op: SendOp::RdmaRead(Remote {
                 addr: remote.addr.wrapping_add(skip.into()),
                 ..remote
             }),
-            len: self.len - skip,
+            len: ask.map_or(rest, |psns| rest.min(psns.saturating_mul(mtu))),
             ..self
         }
     }

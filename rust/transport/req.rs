@@ -165,7 +165,7 @@ pub(crate) fn send(
     let send_to = flight.as_ref().map_or(u32::MAX, |f| f.until);
     let req = Request {
         send_to,
-        ..req.resumed(head.resume)
+        ..req.resumed(head.resume, head.ask)
     };
     let carried = wire.carry(net, target, &req, room, pace, after);
     match (flight, &carried) {

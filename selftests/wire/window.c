@@ -25,12 +25,13 @@
  * window DEV0 GIDX0 DEV1 GIDX1 readgap: instead, DEV1 READs from DEV0 (8
  * READs of 4 packets, 4 in flight) with a local ACK timeout of 0, which
  * never runs out, while the test script drops every READ response MIDDLE
- * packet whose PSN is 1 (mod 4): each READ's second packet. Asked for
- * again from there, that PSN leads an rsoft responder's answer as FIRST
- * and passes (rxe's replay sends it as MIDDLE: not a peer here). The
- * requester asks again once the READ's last response packet came past
- * the gap; one that waited for a timeout (rxe's) never completes the
- * last READ. Data checked.
+ * packet whose PSN is 1 (mod 4): each READ's second packet. The
+ * requester asks again for that packet alone, once the READ's last
+ * response packet came past the gap; the answer is one packet (ONLY from
+ * rsoft, LAST from rxe's replay) and passes. A requester that waited for
+ * a timeout (rxe's) never completes the last READ; one that asked for
+ * the whole rest of the READ would have rxe's replay lead with a MIDDLE
+ * packet at that PSN, dropped again every time. Data checked.
  */
 #include <string.h>
 #include <unistd.h>
