@@ -53,9 +53,12 @@ pub(crate) enum Counter {
     /// before: answered again, never executed twice (a READ is read
     /// again).
     WireDuplicates,
+    /// Local ACK timeouts run out: an RC request had no answer in time, on
+    /// either wire, and is sent again (or fails with RETRY_EXC_ERR).
+    LocalAckTimeouts,
 }
 
-const COUNT: usize = Counter::WireDuplicates as usize + 1;
+const COUNT: usize = Counter::LocalAckTimeouts as usize + 1;
 
 pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("cqes")),
@@ -81,6 +84,7 @@ pub(crate) const NAMES: [CounterDesc; COUNT] = [
     CounterDesc::new(c_str!("wire_rnr_naks_sent")),
     CounterDesc::new(c_str!("wire_rnr_naks_received")),
     CounterDesc::new(c_str!("wire_duplicates")),
+    CounterDesc::new(c_str!("local_ack_timeouts")),
 ];
 
 /// The port's counters; updated from any CPU without a lock, each CPU in

@@ -9,6 +9,7 @@
 use crate::{
     complete::{self, After},
     copy::Pace,
+    counters::Counter,
     ib::{QpState, Wc, WcOpcode, WcStatus},
     inbound::Inbound,
     net::{Link, Net},
@@ -53,6 +54,10 @@ impl Runner for Net {
 
     fn port(&self) -> &dyn Any {
         self
+    }
+
+    fn ack_timed_out(&self) {
+        self.counters.add(Counter::LocalAckTimeouts, 1);
     }
 }
 

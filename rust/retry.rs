@@ -131,12 +131,26 @@ impl Retries {
         matches!(self.armed, Some(Refusal::Silence)) && !self.expired
     }
 
-    /// The retry timer went off: returns whether the QP is to be run
-    /// again (a wait was armed, not ended by a completion or a RESET).
-    pub(crate) fn expire(&mut self) -> bool {
-        self.expired = self.armed.is_some();
-        self.expired
+    /// The retry timer went off: says what that comes to.
+    pub(crate) fn expire(&mut self) -> Expiry {
+        let Some(armed) = self.armed else {
+            return Expiry::Stale;
+        };
+        // A NAK may have ended the wait before the timer did.
+        let ack_timeout = matches!(armed, Refusal::Silence) && !self.expired;
+        self.expired = true;
+        Expiry::Due { ack_timeout }
     }
+}
+
+/// What the retry timer going off comes to.
+pub(crate) enum Expiry {
+    /// No wait was armed: a completion or a RESET ended it.
+    Stale,
+    /// The wait was served: the QP is to be run again. `ack_timeout`: it
+    /// was the wait for an answer, which never came: the local ACK timeout
+    /// ran out.
+    Due { ack_timeout: bool },
 }
 
 /// The local ACK timeout of the IB encoding (`timeout`, not 0), in

@@ -11,11 +11,12 @@
 #include "kselftest_harness.h"
 
 enum { CQES, CQ_OVERRUNS, EVENTS, ERRORS, SENDS, RECEIVES, WRITES, READS,
-	ATOMICS, BYTES, NCOUNTERS };
+	ATOMICS, BYTES, ACK_TIMEOUTS, NCOUNTERS };
 
 static const char * const names[NCOUNTERS] = {
 	"cqes", "cq_overruns", "completion_events", "error_completions",
 	"sends", "receives", "rdma_writes", "rdma_reads", "atomics", "bytes",
+	"local_ack_timeouts",
 };
 
 /* Reads every counter from sysfs; -1 on failure. */
@@ -124,6 +125,7 @@ TEST_F(counters, operations_and_bytes)
 	EXPECT_EQ(1, DELTA(EVENTS));
 	EXPECT_EQ(0, DELTA(ERRORS));
 	EXPECT_EQ(0, DELTA(CQ_OVERRUNS));
+	EXPECT_EQ(0, DELTA(ACK_TIMEOUTS));
 }
 
 TEST_F(counters, errors_and_overruns)
@@ -155,6 +157,28 @@ TEST_F(counters, overrun)
 	EXPECT_EQ(1, DELTA(CQ_OVERRUNS));
 	EXPECT_EQ(3, DELTA(CQES));	/* one send, two receives */
 	EXPECT_EQ(2, DELTA(SENDS));
+}
+
+/*
+ * A request nobody answers (no port has LID 99) waits out its local ACK
+ * timeout once per try: with retry_cnt 2, three tries, three timeouts,
+ * then RETRY_EXC_ERR.
+ */
+TEST_F(counters, local_ack_timeouts)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_wc wc;
+
+	/* 4.096 us << 14: 67 ms a try. */
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RESET));
+	ASSERT_EQ(0, rsoft_connect_retry(lb->a, 99, lb->b->qp_num, 7, 0, 14, 2));
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 30));
+	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
+	ASSERT_EQ(0, read_counters(self->after));
+	EXPECT_EQ(3, DELTA(ACK_TIMEOUTS));
+	EXPECT_EQ(1, DELTA(ERRORS));
+	EXPECT_EQ(0, DELTA(SENDS));
 }
 
 TEST_HARNESS_MAIN

@@ -27,7 +27,7 @@ use crate::{
     new_irq_spinlock,
     psn::Psn,
     reply::Replies,
-    retry::Retries,
+    retry::{Expiry, Retries},
     scratch::Scratch,
     srq::SrqShared,
     wq::WorkQueue,
@@ -216,6 +216,9 @@ pub(crate) trait Runner: Send + Sync {
     /// The port itself (a [`crate::net::Net`]), for the wire that delivers
     /// to its QPs.
     fn port(&self) -> &dyn Any;
+
+    /// The local ACK timeout of one of its QPs ran out, for its counters.
+    fn ack_timed_out(&self);
 }
 
 impl_has_work! {
@@ -226,7 +229,11 @@ crate::impl_has_timer!(QpShared, retry_timer);
 
 impl OnTimer for QpShared {
     fn fire(this: Arc<Self>) {
-        if this.inner.lock().retries.expire() {
+        let expiry = this.inner.lock().retries.expire();
+        if let Expiry::Due { ack_timeout } = expiry {
+            if ack_timeout {
+                this.runner.ack_timed_out();
+            }
             // Already queued: that run will try it.
             let _ = workqueue::system_unbound().enqueue(this);
         }

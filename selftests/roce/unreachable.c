@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A RoCE destination GID that no device holds: an RC request is tried
- * (retry_cnt + 1) times, a local ACK timeout apart, then fails with
- * RETRY_EXC_ERR; a UD datagram is dropped, even when a local QP has the
- * destination QPN. roce.sh runs it on a RoCE link (ROCE_DEV, default
+ * (retry_cnt + 1) times, a local ACK timeout apart, each timeout counted,
+ * then fails with RETRY_EXC_ERR; a UD datagram is dropped, even when a
+ * local QP has the destination QPN. roce.sh runs it on a RoCE link (ROCE_DEV, default
  * rsoft_eth0).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 
 #include "roce.h"
@@ -57,6 +59,27 @@ FIXTURE_TEARDOWN(unreachable)
 		ibv_close_device(self->ctx);
 }
 
+/* Port 1's counter @name of @ctx's device, as sysfs shows it; -1 if none. */
+static long long port_counter(struct ibv_context *ctx, const char *name)
+{
+	long long v = -1;
+	char path[160];
+	FILE *f;
+
+	/* The core caches the values for 10 ms. */
+	usleep(50000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibv_get_device_name(ctx->device), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
 static int post(struct ibv_qp *qp, void *buf, uint32_t lkey, uint32_t len,
 		struct ibv_ah *ah, uint32_t qpn)
 {
@@ -80,9 +103,11 @@ TEST_F(unreachable, rc_retries_then_fails)
 	int timeout_ms = 67;
 	double t0;
 	struct ibv_qp *qp = small_qp(self->pd, self->cq, NULL, IBV_QPT_RC);
+	long long timeouts = port_counter(self->ctx, "local_ack_timeouts");
 	struct ibv_wc wc;
 
 	ASSERT_NE(NULL, qp);
+	ASSERT_LE(0, timeouts);
 	ASSERT_EQ(0, rc_connect(qp, &p)) TH_LOG("connect: %m");
 	t0 = mono_now();
 	ASSERT_EQ(0, post(qp, self->buf, self->mr->lkey, 64, NULL, 0));
@@ -90,6 +115,7 @@ TEST_F(unreachable, rc_retries_then_fails)
 	EXPECT_LE(3 * timeout_ms, (int)(1000 * (mono_now() - t0)));
 	EXPECT_EQ(IBV_WC_RETRY_EXC_ERR, wc.status);
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(qp));
+	EXPECT_EQ(3, port_counter(self->ctx, "local_ack_timeouts") - timeouts);
 	ibv_destroy_qp(qp);
 }
 
