@@ -196,11 +196,18 @@ impl Window {
     }
 
     /// How many PSNs from the first not answered are missing before the
-    /// first READ response packet placed past it, if any was: a READ
-    /// sent again asks for those alone, and the packets noted after them
-    /// are not sent twice.
+    /// first READ response packet placed past it, if any was: the front
+    /// READ sent again asks for those alone, and the packets noted after
+    /// them are not sent twice. Only while a packet at or past that READ's
+    /// last is noted: once the part asked for is placed, it is what has
+    /// [`Window::placed`] ask for the next part. Of a READ longer than
+    /// [`MAX_PSNS`], the packets past the bitmap's reach were dropped
+    /// unnoted; asked for in part, the rest would never be asked for with
+    /// a local ACK timeout of 0. Such a READ is asked for whole.
     pub(crate) fn hole(&self) -> Option<u32> {
-        (self.ahead != 0).then(|| self.ahead.trailing_zeros())
+        let last = self.front()?.last.since(self.expect);
+        let top = 127u32.checked_sub(self.ahead.leading_zeros())?;
+        (top >= last).then(|| self.ahead.trailing_zeros())
     }
 
     /// Where more of the front request's packets go on from, in PSNs from

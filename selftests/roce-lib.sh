@@ -280,7 +280,8 @@ shaped_window() {
 # batch's data checked. The rsoft links sent nothing again. Then, with
 # every ACK through but the sequence-error NAKs late, 32 SENDs each way
 # for one receive posted. Then D1 (an rsoft link) READs from D0 with a
-# packet of each READ's response lost and no local ACK timeout.
+# packet of each READ's response lost and no local ACK timeout; from an
+# rsoft D0 also a READ longer than the PSNs a requester notes.
 window() {
 	local links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -300,8 +301,13 @@ window() {
 	# A requester that waits for its local ACK timeout to ask again for a
 	# READ response packet lost never completes the last READ; one that
 	# asks for the whole rest of the READ never completes it from rxe.
-	shaped_window lost_read_middles "READ responses' second packets lost" readgap \
-		"8 READs from $3, a packet of each response lost, no local ACK timeout: all complete" "$@"
+	# rxe's replay of a READ asked for from its middle leads with a MIDDLE
+	# packet, which the filter may drop every time: the long READ, which
+	# is asked for whole, only from rsoft.
+	local mode=readgap long=
+	[[ $1 == rsoft* ]] && mode=readgaplong long=", and one of 160 packets"
+	shaped_window lost_read_middles "READ responses' second packets lost" $mode \
+		"8 READs from $3$long, every fourth response packet lost, no local ACK timeout: all complete" "$@"
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

@@ -32,6 +32,14 @@
  * a timeout (rxe's) never completes the last READ; one that asked for
  * the whole rest of the READ would have rxe's replay lead with a MIDDLE
  * packet at that PSN, dropped again every time. Data checked.
+ *
+ * window DEV0 GIDX0 DEV1 GIDX1 readgaplong: readgap, then one READ of 160
+ * packets, of which the same filter drops 40. A requester notes at most
+ * 128 packets past a gap: the last packets and the LAST one come past
+ * what it can note, and a requester that asked for only the first gap
+ * would never ask for the rest. For a responder that answers a READ
+ * asked for from its middle with a FIRST packet (rsoft), not a MIDDLE
+ * one (rxe).
  */
 #include <string.h>
 #include <unistd.h>
@@ -43,10 +51,12 @@
 #define SMALL		64		/* a SEND's or WRITE's bytes */
 #define READ_LEN	4096		/* 4 packets at MTU 1024 */
 #define READS		(BATCH * 1024 / READ_LEN)
+/* 160 packets: more than the 128 PSNs a requester notes past a gap. */
+#define LONG_READ	(160 * 1024)
 /* The layout of each side's memory. */
 #define SRC		0
-#define DST		(64 * 1024)
-#define WORD		(128 * 1024)
+#define DST		LONG_READ
+#define WORD		(2 * LONG_READ)
 #define OLD		(WORD + 4096)
 #define MEM		(WORD + 8192)
 #define N_OPS		4
@@ -121,16 +131,14 @@ static int receives(struct side *b, int from, int to)
 }
 
 /*
- * One batch of @op from @a to @b, its data checked; 0 when it passed. A
- * SEND's receives are all posted first, or only one if @late (the rest
- * 2 s after the SENDs).
+ * One batch of @n WRs of @op, @len bytes each (an atomic's 8), from @a to
+ * @b, its data checked; 0 when it passed. A SEND's receives are all
+ * posted first, or only one if @late (the rest 2 s after the SENDs).
  */
 static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
-		 int seed, int late)
+		 int n, size_t len, int seed, int late)
 {
 	int read = op == IBV_WR_RDMA_READ;
-	int n = read ? READS : BATCH;
-	size_t len = read ? READ_LEN : SMALL;
 	unsigned char *src = (read ? b : a)->buf + SRC;
 	unsigned char *dst = (read ? a : b)->buf + DST;
 
@@ -170,7 +178,8 @@ int main(int argc, char **argv)
 	};
 	struct side s[2] = {};
 	const char *mode = argc == 6 ? argv[5] : "";
-	int rnr = !strcmp(mode, "rnr"), gap = !strcmp(mode, "readgap");
+	int rnr = !strcmp(mode, "rnr"), longread = !strcmp(mode, "readgaplong");
+	int gap = longread || !strcmp(mode, "readgap");
 	/* The ops run each way (from direction @from on), ops[@op, @end). */
 	int from = gap, op = gap ? 2 : 0, end = rnr ? 1 : gap ? 3 : N_OPS;
 	int failed = 0, seed = 0;
@@ -185,7 +194,10 @@ int main(int argc, char **argv)
 		return 1;
 	for (int d = from; d < 2; d++)
 		for (int o = op; o < end; o++) {
-			int bad = batch(&s[d], &s[1 - d], ops[o].op, ++seed, rnr);
+			int read = ops[o].op == IBV_WR_RDMA_READ;
+			int bad = batch(&s[d], &s[1 - d], ops[o].op,
+					read ? READS : BATCH,
+					read ? READ_LEN : SMALL, ++seed, rnr);
 
 			printf("# %s %s -> %s, one list%s: %s\n", ops[o].name,
 			       argv[1 + 2 * d], argv[3 - 2 * d],
@@ -194,6 +206,14 @@ int main(int argc, char **argv)
 			       bad ? "FAILED" : "data intact");
 			failed += bad != 0;
 		}
+	if (longread) {
+		int bad = batch(&s[1], &s[0], IBV_WR_RDMA_READ, 1, LONG_READ,
+				++seed, 0);
+
+		printf("# a READ of 160 packets %s -> %s, every fourth lost: %s\n",
+		       argv[3], argv[1], bad ? "FAILED" : "data intact");
+		failed += bad != 0;
+	}
 	side_close(&s[1]);
 	side_close(&s[0]);
 	printf("# %d of %d batches failed\n", failed, seed);
