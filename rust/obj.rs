@@ -5,6 +5,7 @@
 //! queues and memory regions. Their verbs are in [`crate::verbs`]; what
 //! moves data between them is [`crate::transport`].
 
+pub(crate) mod atomics;
 pub(crate) mod cq;
 pub(crate) mod inbound;
 pub(crate) mod mr;

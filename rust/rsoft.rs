@@ -37,7 +37,7 @@ mod wire;
 
 // The objects live in `rust/obj/`; the rest of the driver names them
 // `crate::qp` and so on, as it names every other part of rsoft.
-use obj::{cq, inbound, mr, qp, reply, scratch, srq, wq};
+use obj::{atomics, cq, inbound, mr, qp, reply, scratch, srq, wq};
 
 module! {
     type: RsoftModule,

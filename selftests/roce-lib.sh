@@ -245,6 +245,13 @@ late_seq_naks() {
 		match u8 0x11 0xff at 28 match u8 0x60 0xff at 40 -- 2
 }
 
+# lost_atomic_answers D0 D1 on|off: 15% of the atomic answers (BTH opcode
+# 0x12) on the veth between D0 here and D1 in $ns are lost.
+lost_atomic_answers() {
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 1 "loss 15%" match u8 0x12 0xff at 28 -- 2
+}
+
 # counter LINK NAME: the value of port counter NAME of LINK.
 counter() {
 	rdma statistic show link "$1/1" | grep -o " $2 [0-9]*" | awk '{ print $2 }'
@@ -281,7 +288,8 @@ shaped_window() {
 # every ACK through but the sequence-error NAKs late, 32 SENDs each way
 # for one receive posted. Then D1 (an rsoft link) READs from D0 with a
 # packet of each READ's response lost and no local ACK timeout; from an
-# rsoft D0 also a READ longer than the PSNs a requester notes.
+# rsoft D0 also a READ longer than the PSNs a requester notes. Then 32
+# fetch-and-adds each way with 15% of their answers lost.
 window() {
 	local links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -308,6 +316,10 @@ window() {
 	[[ $1 == rsoft* ]] && mode=readgaplong long=", and one of 160 packets"
 	shaped_window lost_read_middles "READ responses' second packets lost" $mode \
 		"8 READs from $3$long, every fourth response packet lost, no local ACK timeout: all complete" "$@"
+	# An atomic asked for again after those behind it ran: one result kept
+	# (the newest) left it unanswered until RETRY_EXC.
+	shaped_window lost_atomic_answers "atomic answers lost (15%)" atomics \
+		"32 fetch-and-adds each way, $1 <-> $3, answers lost: each executed once, all complete" "$@"
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

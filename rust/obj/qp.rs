@@ -17,6 +17,7 @@
 //! destroyed peer or its CQs.
 
 use crate::{
+    atomics::AtomicResults,
     cq::RsoftCq,
     flight::Window,
     ib::{
@@ -99,8 +100,8 @@ pub(crate) struct QpInner {
     pub(crate) sequence_naked: bool,
     /// The message of several packets the responder is in the middle of.
     pub(crate) inbound: Option<Inbound>,
-    /// The responder's last atomic and its result, for a duplicate.
-    pub(crate) last_atomic: Option<(Psn, u64)>,
+    /// The responder's atomics' results, for their duplicates.
+    pub(crate) atomics: AtomicResults,
     /// The responder's answers that wait for the QP's worker.
     pub(crate) replies: Replies,
     /// The peer a connected QP sends to, as last found.
@@ -275,7 +276,7 @@ impl QpShared {
             window: Window::default(),
             resp_psn: Psn::default(),
             sequence_naked: false,
-            last_atomic: None,
+            atomics: AtomicResults::new()?,
             replies: Replies::new()?,
             inbound: None,
             peer: None,
@@ -413,7 +414,7 @@ impl QpInner {
         if let Some(psn) = m.rq_psn {
             self.resp_psn = Psn::new(psn);
             self.sequence_naked = false;
-            self.last_atomic = None;
+            self.atomics.clear();
         }
         if let Some(next) = m.state {
             if next == QpState::Reset {

@@ -339,12 +339,12 @@ fn carries(dest: &QpShared, req: &Request<'_>) -> bool {
 
 /// The answer to a SEND, WRITE or atomic executed before (IBA 9.7.5.1.2):
 /// a SEND or a WRITE is acknowledged again, an atomic answered with the
-/// result it had if it was the last one; nothing is executed twice.
+/// result it had, if kept; nothing is executed twice.
 fn duplicate(d: &QpInner, req: &Request<'_>) -> Verdict<'static> {
     match req.op {
-        SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => match d.last_atomic {
-            Some((psn, old)) if psn == req.psn => Verdict::Answer(Response::Atomic(old)),
-            _ => Verdict::Drop,
+        SendOp::CompareSwap { .. } | SendOp::FetchAdd { .. } => match d.atomics.find(req.psn) {
+            Some(old) => Verdict::Answer(Response::Atomic(old)),
+            None => Verdict::Drop,
         },
         _ => Verdict::Answer(Response::Ack),
     }
@@ -481,7 +481,7 @@ fn atomic(
         let _atomics = port.fabric.atomics.lock();
         rmr.mem.atomic(roff, operand, swap)?
     };
-    dest.inner.lock().last_atomic = Some((req.psn, old));
+    dest.inner.lock().atomics.keep(req.psn, old);
     Ok(Response::Atomic(old))
 }
 
