@@ -206,8 +206,13 @@ impl Window {
     /// a local ACK timeout of 0. Such a READ is asked for whole.
     pub(crate) fn hole(&self) -> Option<u32> {
         let last = self.front()?.last.since(self.expect);
-        let top = 127u32.checked_sub(self.ahead.leading_zeros())?;
-        (top >= last).then(|| self.ahead.trailing_zeros())
+        (self.top()? >= last).then(|| self.ahead.trailing_zeros())
+    }
+
+    /// The furthest READ response packet noted past the first PSN not
+    /// answered, in PSNs from it; `None` if none is.
+    fn top(&self) -> Option<u32> {
+        (u128::BITS - 1).checked_sub(self.ahead.leading_zeros())
     }
 
     /// Where more of the front request's packets go on from, in PSNs from
@@ -406,7 +411,7 @@ impl Window {
     /// among them), so nothing more can fill it.
     pub(crate) fn placed(&mut self) -> bool {
         self.reach(self.expect.next());
-        let Some(top) = 127u32.checked_sub(self.ahead.leading_zeros()) else {
+        let Some(top) = self.top() else {
             return false;
         };
         let gap = self
