@@ -72,6 +72,21 @@ pub(crate) fn push(
     after: &mut After,
 ) -> bool {
     let error = wc.status != WcStatus::Success;
+    push_going_on(net, cq, wc, solicited, after) || error
+}
+
+/// Pushes `wc` to `cq` and counts it, as [`push`] does, but returns only
+/// whether the CQ could not take it: a QP whose completion in error is
+/// pushed so goes on. The one exception to [`push`]'s rule is IBA's class
+/// E error: an SRQ's receive that a UC message which lost a packet took.
+pub(crate) fn push_going_on(
+    net: &Net,
+    cq: &CqRef<RsoftCq>,
+    wc: Wc,
+    solicited: bool,
+    after: &mut After,
+) -> bool {
+    let error = wc.status != WcStatus::Success;
     let Outcome { event, overran } = RsoftCq::push(cq, wc, solicited || error);
     let c = &net.counters;
     if overran {
@@ -85,7 +100,7 @@ pub(crate) fn push(
         event.as_ref().is_some_and(CqEvent::is_completion).into(),
     );
     after.add(event);
-    error || overran
+    overran
 }
 
 /// Pushes `wc` to `cq`, a CQ of `qp`, and puts `qp` in the error state if

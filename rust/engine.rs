@@ -223,7 +223,7 @@ fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
             (wqe, true)
         } else if qp.srq.is_none() && inner.rq_busy == 0 {
             // The receives of an SRQ belong to the SRQ, not to this QP.
-            match inner.rq.pop() {
+            match inner.take_receive() {
                 Some(wqe) => (wqe, true),
                 None => return false,
             }

@@ -109,6 +109,7 @@ check "... its packets ran at most 128 PSNs ahead of the answers ($out)" test $r
 port=$((port + 1))
 
 window rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
+uc_loss rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
 
 # RC over a lossy veth (netem: 2% lost and 2% duplicated each way, a
 # quarter reordered; see lossy_rc): rsoft's reliability at both ends, no

@@ -266,17 +266,40 @@ lost_read_middles() {
 		match u8 0x0e 0xff at 28 match u32 0x1 0x3 at 36 -- 2
 }
 
-# shaped_window SHAPER WHAT MODE NAME D0 G0 D1 G1 DEV0 DEV1: check NAME
-# is selftests/wire/window MODE between D0's GID G0 and D1's G1, while
-# SHAPER (what WHAT says) is on the veth DEV0-DEV1.
-shaped_window() {
+# lost_uc_parts D0 D1 on|off: on the veth between D0 here and D1 in $ns,
+# every UC SEND_MIDDLE packet (BTH opcode 0x21) whose PSN is 1 (mod 16)
+# is lost, and every UC SEND_LAST_WITH_IMMEDIATE (0x23) whose PSN is 7.
+lost_uc_parts() {
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 1 "loss 100%" \
+		match u8 0x21 0xff at 28 match u32 0x1 0xf at 36 -- 2 \
+		match u8 0x23 0xff at 28 match u32 0x7 0xf at 36 -- 2
+}
+
+# shaped PROG SHAPER WHAT MODE NAME D0 G0 D1 G1 DEV0 DEV1: check NAME is
+# selftests/wire/PROG MODE between D0's GID G0 and D1's G1, while SHAPER
+# (what WHAT says) is on the veth DEV0-DEV1.
+shaped() {
 	local out rc=0
-	check "$2: on $9 and ${10}" "$1" "$9" "${10}" on || return
-	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/window" "${@:5:4}" ${3:+"$3"} 2>&1) ||
+	check "$3: on ${10} and ${11}" "$2" "${10}" "${11}" on || return
+	out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/$1" "${@:6:4}" ${4:+"$4"} 2>&1) ||
 		rc=$?
-	check "$2: off" "$1" "$9" "${10}" off
+	check "$3: off" "$2" "${10}" "${11}" off
 	grep -v 'data intact$' <<<"$out"
-	check "$4" test $rc -eq 0
+	check "$5" test $rc -eq 0
+}
+shaped_window() { shaped window "$@"; }
+
+# uc_loss D0 G0 D1 G1 DEV0 DEV1: selftests/wire/ucloss from D0's GID G0
+# to D1's G1 (an rsoft link), with its receives on the QP and then on an
+# SRQ, while lost_uc_parts loses a packet of half the messages on the
+# veth DEV0-DEV1: only those are lost, and the UC QP stays ready.
+uc_loss() {
+	local how
+	for how in "" srq; do
+		shaped ucloss lost_uc_parts "UC SENDs' middle or last packets lost" "$how" \
+			"48 UC SENDs $1 -> $3${how:+ (SRQ)}, 16 lose a packet: the others arrive whole, the QP stays in RTS" "$@"
+	done
 }
 
 # window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID

@@ -255,6 +255,7 @@ done
 
 psn_wrap "" rxe_w0 "$g0" rsoft_w1 "$g1"
 window rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
+uc_loss rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
 
 # rdma_cm between rsoft and rxe, each side the server: ucmatose's 4
 # connections, their CM MADs over QP1 and their SENDs.

@@ -3,7 +3,8 @@
 //! A message of more than one packet at its responder, between its first
 //! packet and its last: the receive its first packet took (a SEND) or the
 //! memory it named (a WRITE), and how much of it the packets so far
-//! filled. The QP keeps it under its lock.
+//! filled; and the receive of a UC message that lost a packet, kept for
+//! the next. The QP keeps both under its lock.
 
 use super::{
     scratch::Buf,
@@ -30,6 +31,16 @@ pub(crate) enum Target {
     },
     /// A WRITE's memory, as its RETH named it: `len` bytes at `remote`.
     Write { remote: Remote, len: u32 },
+}
+
+/// The receive of a UC message that lost a packet, on a QP without an SRQ:
+/// the next message takes it before any other, as if the lost one had
+/// never come (IBA's class D1 error).
+pub(crate) struct Kept {
+    pub(crate) wqe: Wqe,
+    /// Its SGEs: the first `n`.
+    pub(crate) sges: Buf<SgeCopy>,
+    pub(crate) n: usize,
 }
 
 impl Inbound {

@@ -24,14 +24,14 @@ use crate::{
         Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
     },
-    inbound::Inbound,
+    inbound::{Inbound, Kept},
     new_irq_spinlock,
     psn::Psn,
     reply::Replies,
     retry::{Expiry, Retries},
     scratch::Scratch,
     srq::SrqShared,
-    wq::WorkQueue,
+    wq::{SgeCopy, WorkQueue, Wqe},
 };
 use core::{any::Any, ops::Deref, sync::atomic::AtomicBool};
 use kernel::{
@@ -100,6 +100,8 @@ pub(crate) struct QpInner {
     pub(crate) sequence_naked: bool,
     /// The message of several packets the responder is in the middle of.
     pub(crate) inbound: Option<Inbound>,
+    /// A receive that comes before those of `rq`.
+    pub(crate) kept: Option<Kept>,
     /// The responder's atomics' results, for their duplicates.
     pub(crate) atomics: AtomicResults,
     /// The responder's answers that wait for the QP's worker.
@@ -279,6 +281,7 @@ impl QpShared {
             atomics: AtomicResults::new()?,
             replies: Replies::new()?,
             inbound: None,
+            kept: None,
             peer: None,
             path_epoch: 0,
         };
@@ -356,6 +359,22 @@ impl QpShared {
 }
 
 impl QpInner {
+    /// The oldest receive of the QP's own (not an SRQ's), and its SGEs.
+    pub(crate) fn receive_front(&self) -> Option<(&Wqe, &[SgeCopy])> {
+        match &self.kept {
+            Some(kept) => Some((&kept.wqe, kept.sges.first(kept.n))),
+            None => self.rq.front(),
+        }
+    }
+
+    /// Takes the oldest receive of the QP's own.
+    pub(crate) fn take_receive(&mut self) -> Option<Wqe> {
+        match self.kept.take() {
+            Some(kept) => Some(kept.wqe),
+            None => self.rq.pop(),
+        }
+    }
+
     /// The epoch of the QP's path, for [`Self::keep_peer`].
     pub(crate) fn path_epoch(&self) -> u32 {
         self.path_epoch
@@ -421,6 +440,7 @@ impl QpInner {
                 // RESET discards all work without completions.
                 while self.sq.pop().is_some() {}
                 while self.rq.pop().is_some() {}
+                self.kept = None;
                 self.sq_epoch = self.sq_epoch.wrapping_add(1);
                 self.retries = Retries::default();
                 self.window.clear();

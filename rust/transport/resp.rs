@@ -25,7 +25,7 @@ use crate::{
     psn::Sequence,
     qp::{QpInner, QpShared, QpUse},
     scratch::Buf,
-    wq::{SgeCopy, WorkQueue, Wqe},
+    wq::{SgeCopy, Wqe},
 };
 use kernel::prelude::*;
 
@@ -66,7 +66,7 @@ pub(crate) fn receive(
         return parts::go_on(port, dest, req, room, after);
     }
     let mut d = dest.inner.lock();
-    let verdict = match judge(port, dest, &mut d, req, room) {
+    let verdict = match judge(port, dest, &mut d, req, room, after) {
         Verdict::Execute(recv) if !req.piece.last => {
             let recv = recv.map(|r| (r.wqe, r.sges.len()));
             return parts::begin(port, dest, &mut d, req, recv, room, after);
@@ -131,16 +131,16 @@ fn receive_at<'r, R>(
             if s.rq.is_empty() {
                 s.waited_on = true;
             }
-            let recv = front_into(&s.rq, room, take).and_then(|sges| {
+            let recv = front_into(s.rq.front(), room, take).and_then(|sges| {
                 let wqe = srq.pop(&mut s)?;
                 Some(Recv { wqe, sges })
             });
             (recv, r)
         }
         None => {
-            let (take, r) = decide(d.rq.front().map(|(_, sges)| sges));
-            let recv = front_into(&d.rq, room, take).and_then(|sges| {
-                let wqe = d.rq.pop()?;
+            let (take, r) = decide(d.receive_front().map(|(_, sges)| sges));
+            let recv = front_into(d.receive_front(), room, take).and_then(|sges| {
+                let wqe = d.take_receive()?;
                 Some(Recv { wqe, sges })
             });
             (recv, r)
@@ -148,10 +148,14 @@ fn receive_at<'r, R>(
     }
 }
 
-/// The SGEs of the oldest receive of `rq`, copied into `room`, when it is
-/// to be taken.
-fn front_into<'r>(rq: &WorkQueue, room: &'r mut Buf<SgeCopy>, take: bool) -> Option<&'r [SgeCopy]> {
-    let (_, sges) = rq.front().filter(|_| take)?;
+/// The SGEs of `front`, the oldest receive of a queue, copied into `room`,
+/// when it is to be taken.
+fn front_into<'r>(
+    front: Option<(&Wqe, &[SgeCopy])>,
+    room: &'r mut Buf<SgeCopy>,
+    take: bool,
+) -> Option<&'r [SgeCopy]> {
+    let (_, sges) = front.filter(|_| take)?;
     room.fill(sges)
 }
 
@@ -173,15 +177,16 @@ fn remote_ok(
     })
 }
 
-/// Decides, under the responder's lock, what `req` comes to at `dest`. On
-/// UC, which answers nothing, whatever the responder would refuse is
-/// dropped and takes no receive.
+/// Decides, under the responder's lock, what `req`, a message's first
+/// packet, comes to at `dest`. On UC, which answers nothing, whatever the
+/// responder would refuse is dropped and takes no receive.
 fn judge<'r>(
     port: &Net,
-    dest: &QpShared,
+    dest: &QpUse,
     d: &mut QpInner,
     req: &Request<'_>,
     room: &'r mut Buf<SgeCopy>,
+    after: &mut After,
 ) -> Verdict<'r> {
     let uc = !rules::acknowledged(dest.qp_type);
     // A responder answers only its connected peer, on its own transport,
@@ -192,6 +197,10 @@ fn judge<'r>(
         || !is_from_peer(d, req)
     {
         return Verdict::Drop;
+    }
+    if uc {
+        // A message that lost its last packet ends where the next begins.
+        parts::abandon(port, dest, d, after);
     }
     // UC messages are one packet each: each starts anew. A duplicate READ
     // is read again, after the same checks.
@@ -457,10 +466,16 @@ fn complete_locked(
     after: &mut After,
 ) {
     if complete::push(port, dest.recv_cq(), wc, solicited, after) {
-        dest.enter_error(d);
-        if let Some(dest) = dest.arc().enter() {
-            after.kick(dest);
-        }
+        error_locked(dest, d, after);
+    }
+}
+
+/// Moves `dest` (whose lock `d` is) to the error state, and has it run
+/// after the step, to flush.
+fn error_locked(dest: &QpUse, d: &mut QpInner, after: &mut After) {
+    dest.enter_error(d);
+    if let Some(dest) = dest.arc().enter() {
+        after.kick(dest);
     }
 }
 

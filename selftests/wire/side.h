@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * One end of an RC connection between port 1 of two devices that one
- * process opens (the core shares RDMA devices with every namespace), for
- * the tests that run RC across a wire between them (psnwrap, window):
- * each side's memory is checked directly.
+ * One end of an RC (or UC) connection between port 1 of two devices that
+ * one process opens (the core shares RDMA devices with every namespace),
+ * for the tests that run across a wire between them (psnwrap, window,
+ * ucloss): each side's memory is checked directly.
  */
 #ifndef RSOFT_WIRE_SIDE_H
 #define RSOFT_WIRE_SIDE_H
@@ -19,6 +19,7 @@ struct side {
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
+	struct ibv_srq *srq;	/* with SIDE_SRQ: the QP's receives */
 	union ibv_gid gid;
 	int sgid;
 	/* @len bytes, registered for local and remote access. */
@@ -26,17 +27,25 @@ struct side {
 	size_t len;
 };
 
+/* side_open's flags: a UC QP instead of RC; its receives from an SRQ. */
+#define SIDE_UC		1
+#define SIDE_SRQ	2
+
 /*
- * Opens @dev for an RC QP whose path starts at GID index @sgid, with @len
- * bytes of memory and room for @depth WRs each way (and completions).
+ * Opens @dev for a QP as @flags say whose path starts at GID index @sgid,
+ * with @len bytes of memory and room for @depth WRs each way (and
+ * completions).
  */
 static inline int side_open(struct side *s, const char *dev, int sgid,
-			    size_t len, int depth)
+			    size_t len, int depth, int flags)
 {
 	struct ibv_qp_init_attr init = {
-		.qp_type = IBV_QPT_RC,
+		.qp_type = flags & SIDE_UC ? IBV_QPT_UC : IBV_QPT_RC,
 		.cap = { .max_send_wr = depth, .max_recv_wr = depth,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_srq_init_attr srq = {
+		.attr = { .max_wr = depth, .max_sge = 1 },
 	};
 	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
@@ -53,8 +62,14 @@ static inline int side_open(struct side *s, const char *dev, int sgid,
 		return -1;
 	memset(s->buf, 0, len);
 	s->mr = ibv_reg_mr(s->pd, s->buf, len, access);
+	if (s->mr && flags & SIDE_SRQ) {
+		s->srq = ibv_create_srq(s->pd, &srq);
+		if (!s->srq)
+			return -1;
+	}
 	init.send_cq = s->cq;
 	init.recv_cq = s->cq;
+	init.srq = s->srq;
 	s->qp = s->mr ? ibv_create_qp(s->pd, &init) : NULL;
 	return s->qp ? 0 : -1;
 }
@@ -63,6 +78,8 @@ static inline void side_close(struct side *s)
 {
 	if (s->qp)
 		ibv_destroy_qp(s->qp);
+	if (s->srq)
+		ibv_destroy_srq(s->srq);
 	if (s->mr)
 		ibv_dereg_mr(s->mr);
 	if (s->cq)
@@ -114,7 +131,7 @@ static inline int sides_open(struct side s[2], int argc, char **argv,
 	}
 	for (int i = 0; i < 2; i++)
 		if (side_open(&s[i], argv[1 + 2 * i], atoi(argv[2 + 2 * i]),
-			      len, depth)) {
+			      len, depth, 0)) {
 			printf("# %s: %m\n", argv[1 + 2 * i]);
 			return -1;
 		}

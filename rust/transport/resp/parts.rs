@@ -9,14 +9,15 @@
 //! most an MTU and is placed under the responder's lock.
 
 use super::{
-    complete_locked, in_sequence, is_from_peer, out_of_sequence, receive_at, recv_wc, Recv,
+    complete_locked, error_locked, in_sequence, is_from_peer, out_of_sequence, receive_at, recv_wc,
+    Recv,
 };
 use crate::{
-    complete::After,
+    complete::{self, After},
     copy::Pace,
     counters::Counter,
     ib::{QpState, SendOp, Wc, WcOpcode, WcStatus},
-    inbound::{Inbound, Target},
+    inbound::{Inbound, Kept, Target},
     mr::MrKey,
     net::Net,
     psn::Sequence,
@@ -71,7 +72,8 @@ pub(super) fn begin(
     room: &mut Buf<SgeCopy>,
     after: &mut After,
 ) -> Option<Response> {
-    // A message before it that never ended (UC lost its last packet).
+    // RC: a message before it that never ended, its requester out of step
+    // (UC ended it when this packet came).
     abandon(port, dest, d, after);
     let target = match (req.op, recv) {
         (SendOp::Send, Some((wqe, n))) => Target::Recv {
@@ -253,8 +255,8 @@ fn finish(
 }
 
 /// Refuses `req`, a packet of `inbound` whose data does not fit or could
-/// not be placed: its receive completes in error and RC's requester is
-/// told, as for a message of one packet.
+/// not be placed: on RC, its receive completes in error and its requester
+/// is told, as for a message of one packet; UC loses the message.
 fn refuse(
     port: &Net,
     dest: &QpUse,
@@ -270,8 +272,13 @@ fn refuse(
         (Misfit::Memory, Target::Write { .. }) => (Nak::RemoteAccess, WcStatus::LocalProtection),
     };
     d.resp_psn = req.psn.next();
+    if !rules::acknowledged(dest.qp_type) {
+        d.inbound = Some(inbound);
+        abandon(port, dest, d, after);
+        return None;
+    }
     fail_recv(port, dest, d, req, inbound, status, after);
-    rules::acknowledged(dest.qp_type).then_some(Response::Nak(nak))
+    Some(Response::Nak(nak))
 }
 
 /// Completes the receive `inbound` holds, if any, with `status`.
@@ -294,17 +301,25 @@ fn fail_recv(
     }
 }
 
-/// Ends a message at `dest` (whose lock `d` is) whose last packet will
-/// not come: its receive completes in error, as rxe completes a UC
-/// message that lost a packet when the QP has an SRQ.
-fn abandon(port: &Net, dest: &QpUse, d: &mut QpInner, after: &mut After) {
+/// Ends the message `dest` (whose lock `d` is) is in the middle of, whose
+/// last packet will not come. On RC, its requester broke the sequence: the
+/// receive completes in error, and the QP enters the error state. UC loses
+/// the message and goes on (IBA's class D1 and E errors, as rxe): the
+/// receive is kept for the next message, or, an SRQ's, which cannot go
+/// back, completes in error.
+pub(super) fn abandon(port: &Net, dest: &QpUse, d: &mut QpInner, after: &mut After) {
     let Some(Inbound {
-        target: Target::Recv { wqe, .. },
+        target: Target::Recv { wqe, sges, n, .. },
         ..
     }) = d.inbound.take()
     else {
         return;
     };
+    let uc = !rules::acknowledged(dest.qp_type);
+    if uc && dest.srq.is_none() {
+        d.kept = Some(Kept { wqe, sges, n });
+        return;
+    }
     let wc = Wc {
         wr_id: wqe.wr_id,
         qp: dest.id(),
@@ -312,5 +327,9 @@ fn abandon(port: &Net, dest: &QpUse, d: &mut QpInner, after: &mut After) {
         opcode: WcOpcode::Recv,
         ..Wc::EMPTY
     };
-    complete_locked(port, dest, d, wc, false, after);
+    if !uc {
+        complete_locked(port, dest, d, wc, false, after);
+    } else if complete::push_going_on(port, dest.recv_cq(), wc, false, after) {
+        error_locked(dest, d, after);
+    }
 }
