@@ -159,10 +159,15 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
                 drop(inner);
                 return more(flush(net, qp, after));
             }
-            QpState::Rts => match transport::Head::of(&mut inner, routes, send, inline) {
-                Some(head) => head,
-                None => return Next::Idle,
-            },
+            QpState::Rts | QpState::Sqd => {
+                match transport::Head::of(&mut inner, routes, send, inline) {
+                    Some(head) => head,
+                    None => {
+                        qp.note_drained(&mut inner);
+                        return Next::Idle;
+                    }
+                }
+            }
             _ => return Next::Idle,
         }
     };
@@ -218,9 +223,9 @@ fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
         let mut inner = qp.inner.lock();
         if let Some(wqe) = inner.sq.pop() {
             (wqe, false)
-        } else if let Some(wqe) = inner.inbound.take().and_then(Inbound::into_recv) {
+        } else if let Some(recv) = inner.inbound.take().and_then(Inbound::into_recv) {
             // The receive of a message whose last packet never came.
-            (wqe, true)
+            (recv.wqe, true)
         } else if qp.srq.is_none() && inner.rq_busy == 0 {
             // The receives of an SRQ belong to the SRQ, not to this QP.
             match inner.take_receive() {

@@ -5,7 +5,6 @@
  * between two QPs of rsoft0.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 
@@ -197,18 +196,6 @@ TEST_F(cq, destroy_qp_purges_its_completions)
 	for (int i = 0; i < 5; i++)
 		EXPECT_EQ(self->lb.b->qp_num, wc[i].qp_num);
 	EXPECT_EQ(0, ibv_poll_cq(self->lb.scq, 16, wc));
-}
-
-/* Waits up to 5 s for an async event. */
-static int wait_async(struct ibv_context *ctx, struct ibv_async_event *ev)
-{
-	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
-	int flags = fcntl(ctx->async_fd, F_GETFL);
-
-	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-	if (poll(&pfd, 1, 5000) != 1)
-		return -1;
-	return ibv_get_async_event(ctx, ev);
 }
 
 /*

@@ -6,6 +6,8 @@
 #ifndef RSOFT_LOOPBACK_H
 #define RSOFT_LOOPBACK_H
 
+#include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -294,6 +296,19 @@ static inline int poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, double secs)
 	while (!(n = ibv_poll_cq(cq, 1, wc)) && mono_now() < end)
 		usleep(1000);
 	return n;
+}
+
+/* Waits up to 5 s for an async event of @ctx. */
+static inline int wait_async(struct ibv_context *ctx,
+			     struct ibv_async_event *ev)
+{
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	int flags = fcntl(ctx->async_fd, F_GETFL);
+
+	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
+	if (poll(&pfd, 1, 5000) != 1)
+		return -1;
+	return ibv_get_async_event(ctx, ev);
 }
 
 /*

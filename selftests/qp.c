@@ -449,6 +449,53 @@ TEST_F(qp, timeout_zero_waits_forever)
 }
 
 /* A receive buffer too small: receiver LOC_LEN_ERR, sender REM_INV_REQ_ERR. */
+/*
+ * SQD (IBA 10.3.1): a's send queue drains, which IBV_EVENT_SQ_DRAINED
+ * says, and sends nothing new, while its receive side goes on: b's SEND
+ * to a completes at both ends at once, not after a's return to RTS (b's
+ * requester would retry it until then). Back in RTS, what a posted in
+ * SQD is sent.
+ */
+TEST_F(qp, send_queue_drains_receive_side_runs)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_async_event ev;
+	struct ibv_wc wc[2];
+	int got = 0;
+
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_SQD));
+	EXPECT_EQ(IBV_QPS_SQD, qp_state(lb->a));
+
+	/* b -> a: a's receive and b's SEND both complete on rcq. */
+	ASSERT_EQ(0, post_recv(lb, lb->a, 1, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, lb->b, 2, 0, 64));
+	while (got < 2 && poll_wait(lb->rcq, &wc[got], 2) == 1)
+		got++;
+	ASSERT_EQ(2, got) TH_LOG("a in SQD took no SEND");
+	for (int i = 0; i < 2; i++)
+		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
+	EXPECT_NE(wc[0].wr_id, wc[1].wr_id);
+
+	ASSERT_EQ(0, wait_async(lb->ctx, &ev)) TH_LOG("no SQ drained event");
+	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
+	EXPECT_EQ(lb->a, ev.element.qp);
+	ibv_ack_async_event(&ev);
+
+	/* a -> b, posted in SQD: it waits for RTS. */
+	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 8192 - 64, 64));
+	ASSERT_EQ(0, post_send(lb, lb->a, 4, 0, 64));
+	usleep(200 * 1000);
+	EXPECT_EQ(0, ibv_poll_cq(lb->scq, 1, wc));
+	EXPECT_EQ(0, ibv_poll_cq(lb->rcq, 1, wc));
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_RTS));
+	ASSERT_EQ(1, poll_wait(lb->scq, wc, 5));
+	EXPECT_EQ(4, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+	ASSERT_EQ(1, poll_wait(lb->rcq, wc, 5));
+	EXPECT_EQ(3, wc[0].wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
+}
+
 TEST_F(qp, receive_too_small)
 {
 	struct loopback *lb = &self->lb;

@@ -292,13 +292,14 @@ shaped_window() { shaped window "$@"; }
 
 # uc_loss D0 G0 D1 G1 DEV0 DEV1: selftests/wire/ucloss from D0's GID G0
 # to D1's G1 (an rsoft link), with its receives on the QP and then on an
-# SRQ, while lost_uc_parts loses a packet of half the messages on the
-# veth DEV0-DEV1: only those are lost, and the UC QP stays ready.
+# SRQ, while lost_uc_parts loses a packet of 17 of the 49 messages on the
+# veth DEV0-DEV1: only those are lost, the UC QP stays ready, and the
+# receive of the last one lost is flushed or completes in error.
 uc_loss() {
 	local how
 	for how in "" srq; do
 		shaped ucloss lost_uc_parts "UC SENDs' middle or last packets lost" "$how" \
-			"48 UC SENDs $1 -> $3${how:+ (SRQ)}, 16 lose a packet: the others arrive whole, the QP stays in RTS" "$@"
+			"49 UC SENDs $1 -> $3${how:+ (SRQ)}, 17 lose a packet: the others arrive whole, the QP stays in RTS" "$@"
 	done
 }
 

@@ -5,8 +5,6 @@
  * and what an errored QP does not take with it.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 
 #include "loopback.h"
 #include "kselftest_harness.h"
@@ -89,11 +87,7 @@ static int post_srq(struct loopback *lb, struct ibv_srq *srq, uint64_t wr_id,
 /* Waits up to 5 s for an async event; returns its type or -1. */
 static int async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
-	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
-	int flags = fcntl(ctx->async_fd, F_GETFL);
-
-	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-	if (poll(&pfd, 1, 5000) != 1 || ibv_get_async_event(ctx, ev))
+	if (wait_async(ctx, ev))
 		return -1;
 	ibv_ack_async_event(ev);
 	return ev->event_type;

@@ -31,6 +31,12 @@ impl QpNotifier {
     pub(crate) fn last_wqe_reached(&self) {
         self.raise(bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED);
     }
+
+    /// Raises `IB_EVENT_SQ_DRAINED`: a QP moved to SQD has no request in
+    /// flight any more.
+    pub(crate) fn sq_drained(&self) {
+        self.raise(bindings::ib_event_type_IB_EVENT_SQ_DRAINED);
+    }
 }
 
 /// Transport service (`enum ib_qp_type`), the ones rsoft implements.

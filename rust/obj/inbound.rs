@@ -21,33 +21,31 @@ pub(crate) struct Inbound {
 
 /// Where a message's data goes.
 pub(crate) enum Target {
-    /// A SEND's receive: the WQE, its SGEs (the first `n` of `sges`) and
-    /// the bytes they hold.
-    Recv {
-        wqe: Wqe,
-        sges: Buf<SgeCopy>,
-        n: usize,
-        room: u64,
-    },
+    /// A SEND's receive, and the bytes its SGEs hold.
+    Recv { recv: Taken, room: u64 },
     /// A WRITE's memory, as its RETH named it: `len` bytes at `remote`.
     Write { remote: Remote, len: u32 },
 }
 
-/// The receive of a UC message that lost a packet, on a QP without an SRQ:
-/// the next message takes it before any other, as if the lost one had
-/// never come (IBA's class D1 error).
-pub(crate) struct Kept {
+/// A receive WQE a message took from its queue, with its SGEs.
+pub(crate) struct Taken {
     pub(crate) wqe: Wqe,
     /// Its SGEs: the first `n`.
     pub(crate) sges: Buf<SgeCopy>,
     pub(crate) n: usize,
 }
 
+impl Taken {
+    pub(crate) fn sges(&self) -> &[SgeCopy] {
+        self.sges.first(self.n)
+    }
+}
+
 impl Inbound {
-    /// The receive it holds, if any: a flush completes it.
-    pub(crate) fn into_recv(self) -> Option<Wqe> {
+    /// The receive it holds, if any.
+    pub(crate) fn into_recv(self) -> Option<Taken> {
         match self.target {
-            Target::Recv { wqe, .. } => Some(wqe),
+            Target::Recv { recv, .. } => Some(recv),
             Target::Write { .. } => None,
         }
     }

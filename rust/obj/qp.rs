@@ -24,7 +24,7 @@ use crate::{
         Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
     },
-    inbound::{Inbound, Kept},
+    inbound::{Inbound, Taken},
     new_irq_spinlock,
     psn::Psn,
     reply::Replies,
@@ -95,13 +95,17 @@ pub(crate) struct QpInner {
     pub(crate) window: Window,
     /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
+    /// Moved to SQD, the QP has not yet said that its send queue drained.
+    pub(crate) sq_draining: bool,
     /// The responder NAKed a packet ahead of `resp_psn`, and has seen
     /// none at it since: one NAK per gap, not one per packet after it.
     pub(crate) sequence_naked: bool,
     /// The message of several packets the responder is in the middle of.
     pub(crate) inbound: Option<Inbound>,
-    /// A receive that comes before those of `rq`.
-    pub(crate) kept: Option<Kept>,
+    /// The receive of a UC message that lost a packet, on a QP without an
+    /// SRQ: the next message takes it before those of `rq`, as if the lost
+    /// one had never come (IBA's class D1 error).
+    pub(crate) kept: Option<Taken>,
     /// The responder's atomics' results, for their duplicates.
     pub(crate) atomics: AtomicResults,
     /// The responder's answers that wait for the QP's worker.
@@ -278,6 +282,7 @@ impl QpShared {
             window: Window::default(),
             resp_psn: Psn::default(),
             sequence_naked: false,
+            sq_draining: false,
             atomics: AtomicResults::new()?,
             replies: Replies::new()?,
             inbound: None,
@@ -362,7 +367,7 @@ impl QpInner {
     /// The oldest receive of the QP's own (not an SRQ's), and its SGEs.
     pub(crate) fn receive_front(&self) -> Option<(&Wqe, &[SgeCopy])> {
         match &self.kept {
-            Some(kept) => Some((&kept.wqe, kept.sges.first(kept.n))),
+            Some(kept) => Some((&kept.wqe, kept.sges())),
             None => self.rq.front(),
         }
     }
@@ -447,6 +452,9 @@ impl QpInner {
                 self.inbound = None;
                 self.replies.clear();
             }
+            // Entering SQD, the send queue starts to drain; it says so once.
+            self.sq_draining =
+                next == QpState::Sqd && (self.sq_draining || self.state != QpState::Sqd);
             if next != QpState::Error {
                 self.state = next;
             }
@@ -490,6 +498,18 @@ impl QpUse {
             self.last_wqe_reached();
         }
         idle
+    }
+
+    /// Tells the consumer of the QP (whose lock `inner` is), moved to SQD,
+    /// that its send queue has drained, once no request of it is in flight:
+    /// once per move.
+    pub(crate) fn note_drained(&self, inner: &mut QpInner) {
+        if inner.state == QpState::Sqd
+            && inner.window.is_empty()
+            && core::mem::take(&mut inner.sq_draining)
+        {
+            self.0.notifier.sq_drained();
+        }
     }
 
     /// Tells the consumer of a QP on an SRQ that it has completed its last

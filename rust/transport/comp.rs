@@ -15,7 +15,7 @@ use crate::{
     copy::{copy_sges, write_sges, Pace},
     counters::Counter,
     flight::{Answer, Event, Leg, Outcome, Sent},
-    ib::{Gid, QpState, SendOp, Wc, WcOpcode, WcStatus},
+    ib::{Gid, SendOp, Wc, WcOpcode, WcStatus},
     net::Net,
     psn::Psn,
     qp::{QpInner, QpUse},
@@ -221,10 +221,10 @@ fn heard(qp: &QpUse, inner: &QpInner) {
 }
 
 /// Whether an answer from `from` is one for the QP whose lock `inner` is:
-/// from its destination, while it sends.
+/// from its destination, while it sends or drains.
 fn answers_to(inner: &QpInner, from: &Gid) -> bool {
     let ours = inner.attr.av.grh.is_some_and(|g| g.dgid == *from);
-    ours && inner.state == QpState::Rts
+    ours && rules::takes_answers(inner.state)
 }
 
 /// Data an answer brings back.

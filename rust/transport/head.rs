@@ -7,7 +7,7 @@
 use super::packet::{Opcode, Response};
 use crate::{
     flight::{Answer, Event, Leg, Outcome},
-    ib::Address,
+    ib::{Address, QpState},
     payload::Payload,
     psn::Psn,
     qp::{QpInner, QpUse, Qpn},
@@ -145,7 +145,8 @@ impl<'s> Head<'s> {
 /// Which send WQE of the QP whose lock `inner` is the next step acts on,
 /// counted from the queue's front, and where it stands: the front one
 /// answered in full, refused, or to be sent again (go-back-N); else the
-/// next one to leave, while the requester does not wait out an RNR timer.
+/// next one to leave, while the requester does not wait out an RNR timer
+/// and its send queue does not drain (SQD: nothing new leaves).
 fn pick(inner: &mut QpInner) -> Option<(usize, Leg)> {
     let window = &mut inner.window;
     if let Some(front) = window.front() {
@@ -183,11 +184,10 @@ fn pick(inner: &mut QpInner) -> Option<(usize, Leg)> {
         }
     }
     let next = window.cursor();
-    if next >= inner.sq.len() as usize {
-        return (!window.is_empty()).then_some((0, Leg::Waiting));
-    }
+    let draining = inner.state == QpState::Sqd;
     match window.get(next) {
         Some(_) => Some((next, Leg::Due)),
-        None => Some((next, Leg::Unsent)),
+        None if next < inner.sq.len() as usize && !draining => Some((next, Leg::Unsent)),
+        None => (!window.is_empty()).then_some((0, Leg::Waiting)),
     }
 }

@@ -19,7 +19,7 @@ use crate::{
     copy::{check_sges, write_sges, BadSge, Pace},
     counters::Counter,
     grh::{self, GRH_LEN},
-    ib::{Access, PdId, QpState, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
+    ib::{Access, PdId, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     mr::MrKey,
     net::{Link, Net},
     psn::Sequence,
@@ -193,14 +193,18 @@ fn judge<'r>(
     // and only when ready; other packets it drops without a word.
     if d.attr.dest_qpn != req.src.qpn.num()
         || !carries(dest, req)
-        || !matches!(d.state, QpState::Rtr | QpState::Rts)
+        || !rules::takes_requests(d.state)
         || !is_from_peer(d, req)
     {
         return Verdict::Drop;
     }
     if uc {
-        // A message that lost its last packet ends where the next begins.
+        // A message that lost its last packet ends where the next begins
+        // (its completion may overrun the CQ).
         parts::abandon(port, dest, d, after);
+        if !rules::takes_requests(d.state) {
+            return Verdict::Drop;
+        }
     }
     // UC messages are one packet each: each starts anew. A duplicate READ
     // is read again, after the same checks.
@@ -517,13 +521,7 @@ fn recv_grh(req: &Request<'_>) -> RecvGrh {
 /// The completion of a receive of `dest` that `req` took.
 fn recv_wc(dest: &QpShared, recv: &Recv<'_>, req: &Request<'_>, status: WcStatus, len: u32) -> Wc {
     if status != WcStatus::Success {
-        return Wc {
-            wr_id: recv.wqe.wr_id,
-            qp: dest.id(),
-            status,
-            opcode: WcOpcode::Recv,
-            ..Wc::EMPTY
-        };
+        return failed_wc(dest, &recv.wqe, status);
     }
     // A UD receive always counts the GRH space.
     let grh_len = if req.datagram.is_some() { GRH_LEN } else { 0 };
@@ -547,6 +545,18 @@ fn recv_wc(dest: &QpShared, recv: &Recv<'_>, req: &Request<'_>, status: WcStatus
             Link::Roce => 0,
         },
         grh: recv_grh(req),
+        ..Wc::EMPTY
+    }
+}
+
+/// The completion of `dest`'s receive `wqe` in error, with `status`: only
+/// its wr_id, status and QP mean anything.
+fn failed_wc(dest: &QpShared, wqe: &Wqe, status: WcStatus) -> Wc {
+    Wc {
+        wr_id: wqe.wr_id,
+        qp: dest.id(),
+        status,
+        opcode: WcOpcode::Recv,
         ..Wc::EMPTY
     }
 }
@@ -587,10 +597,7 @@ fn datagram(
     };
     let rpd = receive_pd(dest);
     let mut dl = dest.inner.lock();
-    if !carries(dest, req)
-        || !matches!(dl.state, QpState::Rtr | QpState::Rts)
-        || dl.attr.qkey != *qkey
-    {
+    if !carries(dest, req) || !rules::takes_requests(dl.state) || dl.attr.qkey != *qkey {
         return;
     }
     let len = req.len;

@@ -97,6 +97,22 @@ pub(crate) fn acknowledged(qp_type: QpType) -> bool {
     Service::of(qp_type).acknowledged
 }
 
+/// Whether a QP in `state` takes requests: its receive side runs from RTR
+/// on, and goes on while its send queue drains (SQD) or is in error (SQE,
+/// IBA C10-38).
+pub(crate) fn takes_requests(state: QpState) -> bool {
+    matches!(
+        state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    )
+}
+
+/// Whether a QP in `state` takes answers to its requests: from RTS on, and
+/// while its send queue drains, so that the requests in flight complete.
+pub(crate) fn takes_answers(state: QpState) -> bool {
+    matches!(state, QpState::Rts | QpState::Sqd)
+}
+
 /// Whether a QP of type `qp_type` may post `wr`.
 pub(crate) fn may_post(qp_type: QpType, wr: &SendWr<'_>) -> bool {
     let s = Service::of(qp_type);

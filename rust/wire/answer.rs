@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     counters::Counter,
-    ib::{Grh, QpState},
+    ib::Grh,
     net::Net,
     payload::Payload,
     psn::{Psn, Sequence},
@@ -132,13 +132,13 @@ fn ends_before(reply: &Reply, psn: Psn) -> bool {
 
 /// Sends up to [`BATCH`] packets of the answers that wait for `qp`, a QP
 /// of `port`, from its worker; returns whether some still wait. A QP that
-/// left RTR and RTS answers nothing more.
+/// takes no more requests answers nothing more.
 pub(crate) fn send_answers(port: &Net, qp: &QpUse) -> bool {
     let mut budget = BATCH;
     while budget > 0 {
         let (turn, reply) = {
             let mut inner = qp.inner.lock();
-            if !matches!(inner.state, QpState::Rtr | QpState::Rts) {
+            if !transport::takes_requests(inner.state) {
                 inner.replies.clear();
                 return false;
             }

@@ -10,10 +10,12 @@
  * lost, but only it: the QP stays ready, and the receive the message had
  * taken serves the next message (IBA's class D1), so that the 32 receives
  * complete in order, all successful, with the 16 whole messages and the
- * 16 short ones, each one's data checked. With srq, the receives come
- * from an SRQ, which cannot take one back: each of the 16 messages lost
- * completes its receive with REM_INV_REQ_ERR and the QP goes on (class
- * E). Prints what failed and exits 0 when all passed.
+ * 16 short ones, each one's data checked. Then one more message of 4
+ * packets, which loses its second, and a WRITE: the message's receive,
+ * kept, is completed by a flush (the QP moved to ERR). With srq, the
+ * receives come from an SRQ, which cannot take one back: each of the 17
+ * messages lost completes its receive with REM_INV_REQ_ERR and the QP
+ * goes on (class E). Prints what failed and exits 0 when all passed.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -26,10 +28,16 @@
 #define SHORTS		16
 #define SHORT_LEN	64
 #define SENT		(MSGS + SHORTS)
-/* Each SEND's data at SRC + i * LEN, each receive's at DST + i * LEN. */
+/* The last message, of 4 packets, which loses its second. */
+#define TAIL		SENT
+/*
+ * Each SEND's data at SRC + i * LEN, each receive's at DST + i * LEN; the
+ * WRITE's at WRITTEN.
+ */
 #define SRC		0
-#define DST		(SENT * LEN)
-#define MEM		(2 * SENT * LEN)
+#define DST		((TAIL + 1) * LEN)
+#define WRITTEN		(2 * DST)
+#define MEM		(WRITTEN + 4096)
 
 /* A pattern of its own for each message. */
 static void fill(unsigned char *p, size_t len, int seed)
@@ -41,7 +49,13 @@ static void fill(unsigned char *p, size_t len, int seed)
 /* Whether the script's filter loses a packet of message @i. */
 static int lost(int i)
 {
-	return i < MSGS && i % 4 < 2;
+	return (i < MSGS && i % 4 < 2) || i == TAIL;
+}
+
+/* The length of message @i. */
+static size_t len_of(int i)
+{
+	return i < MSGS || i == TAIL ? LEN : SHORT_LEN;
 }
 
 /* Posts the SENDs of messages [@from, @to) from @a as one list. */
@@ -55,7 +69,7 @@ static int post_sends(struct side *a, int from, int to)
 
 		fill(a->buf + SRC + (size_t)i * LEN, LEN, i);
 		sge[k] = (struct ibv_sge){ (uintptr_t)(a->buf + SRC + (size_t)i * LEN),
-					   i < MSGS ? LEN : SHORT_LEN, a->mr->lkey };
+					   len_of(i), a->mr->lkey };
 		wr[k] = (struct ibv_send_wr){
 			.wr_id = i, .sg_list = &sge[k], .num_sge = 1,
 			.opcode = IBV_WR_SEND_WITH_IMM, .imm_data = htonl(i),
@@ -66,10 +80,10 @@ static int post_sends(struct side *a, int from, int to)
 	return ibv_post_send(a->qp, wr, &bad);
 }
 
-/* Posts @n receives of LEN bytes to @b, of wr_ids 0 to @n - 1. */
-static int post_recvs(struct side *b, int n)
+/* Posts receives of LEN bytes to @b, of wr_ids @from to @to - 1. */
+static int post_recvs(struct side *b, int from, int to)
 {
-	for (int i = 0; i < n; i++) {
+	for (int i = from; i < to; i++) {
 		struct ibv_sge sge = { (uintptr_t)(b->buf + DST + (size_t)i * LEN),
 				       LEN, b->mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge,
@@ -125,7 +139,7 @@ static int received(struct side *b, int n)
 		}
 		while (!b->srq && lost(next))
 			next++;
-		len = next < MSGS ? LEN : SHORT_LEN;
+		len = len_of(next);
 		fill(want, len, next);
 		if (wc.status != IBV_WC_SUCCESS) {
 			printf("# receive %d (message %d): %s\n", k, next,
@@ -144,6 +158,62 @@ static int received(struct side *b, int n)
 	return bad ? -1 : 0;
 }
 
+/*
+ * Message TAIL, which loses its second packet, into @b's receive @k,
+ * then a WRITE, which ends the message. Without an SRQ, the receive is
+ * kept, and a flush completes it; an SRQ's completes with REM_INV_REQ_ERR.
+ */
+static int last_lost(struct side *a, struct side *b, int k)
+{
+	struct ibv_sge sge = { (uintptr_t)(a->buf + SRC), SHORT_LEN, a->mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = TAIL + 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)(b->buf + WRITTEN), b->mr->rkey },
+	}, *bad;
+	enum ibv_wc_status want = b->srq ? IBV_WC_REM_INV_REQ_ERR :
+					   IBV_WC_WR_FLUSH_ERR;
+	struct ibv_wc wc;
+	int written = 0;
+
+	if (post_recvs(b, k, k + 1) || post_sends(a, TAIL, TAIL + 1) ||
+	    sent(a, TAIL, TAIL + 1) || ibv_post_send(a->qp, &wr, &bad) ||
+	    completed(a->cq, TAIL + 1)) {
+		printf("# message %d: posting or sending failed\n", TAIL);
+		return -1;
+	}
+	for (int i = 0; i < 5000 && !written; i++) {
+		written = !memcmp(b->buf + WRITTEN, a->buf + SRC, SHORT_LEN);
+		usleep(1000);
+	}
+	if (!written) {
+		printf("# message %d: the WRITE after it did not arrive\n", TAIL);
+		return -1;
+	}
+	if (!b->srq) {
+		if (poll_wait(b->cq, &wc, 0.2) != 0) {
+			printf("# message %d: receive %llu completed: %s\n",
+			       TAIL, (unsigned long long)wc.wr_id,
+			       ibv_wc_status_str(wc.status));
+			return -1;
+		}
+		if (set_qp_state(b->qp, IBV_QPS_ERR))
+			return -1;
+	}
+	if (poll_wait(b->cq, &wc, 5) != 1) {
+		printf("# message %d: receive %d never completed\n", TAIL, k);
+		return -1;
+	}
+	if (wc.wr_id != (uint64_t)k || wc.status != want) {
+		printf("# message %d: receive %llu: %s, not %d: %s\n",
+		       TAIL, (unsigned long long)wc.wr_id,
+		       ibv_wc_status_str(wc.status), k,
+		       ibv_wc_status_str(want));
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	int srq = argc == 6 && !strcmp(argv[5], "srq");
@@ -158,7 +228,7 @@ int main(int argc, char **argv)
 	}
 	for (int i = 0; i < 2; i++)
 		if (side_open(&s[i], argv[1 + 2 * i], atoi(argv[2 + 2 * i]), MEM,
-			      SENT, SIDE_UC | (i && srq ? SIDE_SRQ : 0))) {
+			      SENT + 2, SIDE_UC | (i && srq ? SIDE_SRQ : 0))) {
 			printf("# %s: %m\n", argv[1 + 2 * i]);
 			goto out;
 		}
@@ -167,7 +237,7 @@ int main(int argc, char **argv)
 		printf("# connect: %m\n");
 		goto out;
 	}
-	if (post_recvs(&s[1], recvs) || post_sends(&s[0], 0, MSGS) ||
+	if (post_recvs(&s[1], 0, recvs) || post_sends(&s[0], 0, MSGS) ||
 	    sent(&s[0], 0, MSGS) || post_sends(&s[0], MSGS, SENT) ||
 	    sent(&s[0], MSGS, SENT)) {
 		printf("# posting or sending failed\n");
@@ -178,7 +248,13 @@ int main(int argc, char **argv)
 		printf("# %s's QP left RTS\n", argv[3]);
 		bad = -1;
 	}
-	printf("# %d UC SENDs %s -> %s%s, 16 lost: %s\n", SENT, argv[1],
+	if (!bad)
+		bad = last_lost(&s[0], &s[1], recvs);
+	if (!bad && srq && qp_state(s[1].qp) != IBV_QPS_RTS) {
+		printf("# %s's QP left RTS\n", argv[3]);
+		bad = -1;
+	}
+	printf("# %d UC SENDs %s -> %s%s, 17 lost: %s\n", SENT + 1, argv[1],
 	       argv[3], srq ? " (SRQ)" : "", bad ? "FAILED" : "the rest's data intact");
 out:
 	side_close(&s[1]);

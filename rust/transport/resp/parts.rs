@@ -9,15 +9,15 @@
 //! most an MTU and is placed under the responder's lock.
 
 use super::{
-    complete_locked, error_locked, in_sequence, is_from_peer, out_of_sequence, receive_at, recv_wc,
-    Recv,
+    carries, complete_locked, error_locked, failed_wc, in_sequence, is_from_peer, out_of_sequence,
+    receive_at, recv_wc, Recv,
 };
 use crate::{
     complete::{self, After},
     copy::Pace,
     counters::Counter,
-    ib::{QpState, SendOp, Wc, WcOpcode, WcStatus},
-    inbound::{Inbound, Kept, Target},
+    ib::{SendOp, WcStatus},
+    inbound::{Inbound, Taken, Target},
     mr::MrKey,
     net::Net,
     psn::Sequence,
@@ -38,18 +38,26 @@ enum Misfit {
     Memory,
 }
 
+impl Misfit {
+    /// The status a receive the message took completes with.
+    fn status(&self) -> WcStatus {
+        match self {
+            Self::Length => WcStatus::LocalLength,
+            Self::Memory => WcStatus::LocalProtection,
+        }
+    }
+}
+
 /// Places the data of `req`, the next packet of `inbound`, and returns
 /// where the message's data now ends.
 fn place(port: &Net, inbound: &Inbound, req: &Request<'_>) -> Result<u32, Misfit> {
     let len = u32::try_from(req.data.len()).map_err(|_| Misfit::Length)?;
     let end = inbound.offset.checked_add(len).ok_or(Misfit::Length)?;
     let moved = match &inbound.target {
-        Target::Recv { sges, n, room, .. } if u64::from(end) <= *room => req.data.copy_to(
-            port.mrs(),
-            sges.first(*n),
-            inbound.offset,
-            &Pace::ONE_PACKET,
-        ),
+        Target::Recv { recv, room } if u64::from(end) <= *room => {
+            req.data
+                .copy_to(port.mrs(), recv.sges(), inbound.offset, &Pace::ONE_PACKET)
+        }
         Target::Write { remote, len } if end <= *len => {
             let dst = [SgeCopy::remote(*remote, *len)];
             req.data
@@ -77,10 +85,12 @@ pub(super) fn begin(
     abandon(port, dest, d, after);
     let target = match (req.op, recv) {
         (SendOp::Send, Some((wqe, n))) => Target::Recv {
-            wqe,
             room: room.first(n).iter().map(|s| u64::from(s.length)).sum(),
-            sges: room.take(),
-            n,
+            recv: Taken {
+                wqe,
+                sges: room.take(),
+                n,
+            },
         },
         (SendOp::RdmaWrite(remote), None) => Target::Write {
             remote,
@@ -119,7 +129,8 @@ pub(super) fn go_on(
     let uc = !rules::acknowledged(dest.qp_type);
     let mut d = dest.inner.lock();
     if d.attr.dest_qpn != req.src.qpn.num()
-        || !matches!(d.state, QpState::Rtr | QpState::Rts)
+        || !carries(dest, req)
+        || !rules::takes_requests(d.state)
         || !is_from_peer(&d, req)
     {
         return None;
@@ -209,37 +220,50 @@ fn finish(
     imm_recv: Option<(Wqe, &mut Buf<SgeCopy>, usize)>,
     after: &mut After,
 ) -> Option<Response> {
-    let end = match place(port, &inbound, req) {
+    let placed = place(port, &inbound, req).and_then(|end| match inbound.target {
+        Target::Write { len, .. } if end != len => Err(Misfit::Length),
+        _ => Ok(end),
+    });
+    let end = match placed {
         Ok(end) => end,
-        Err(misfit) => return refuse(port, dest, d, req, inbound, misfit, after),
-    };
-    if let Target::Write { len, .. } = inbound.target {
-        if end != len {
-            return refuse(port, dest, d, req, inbound, Misfit::Length, after);
+        Err(misfit) => {
+            // A WRITE with immediate data took its receive: it goes with
+            // the message, as a SEND's does.
+            if let Some((wqe, room, n)) = imm_recv {
+                let recv = Taken {
+                    wqe,
+                    sges: room.take(),
+                    n,
+                };
+                settle(port, dest, d, recv, misfit.status(), false, after);
+            }
+            return refuse(port, dest, d, req, inbound, misfit, after);
         }
-    }
+    };
     d.resp_psn = req.psn.next();
     // SEND_WITH_INV: the key names a fast-registration MR of the responder.
     if let Some(key) = req.invalidate {
         if port.mrs().invalidate(dest.pd, MrKey::of(key)).is_err() {
-            fail_recv(
-                port,
-                dest,
-                d,
-                req,
-                inbound,
-                WcStatus::RemoteInvalidRequest,
-                after,
-            );
+            if let Some(recv) = inbound.into_recv() {
+                settle(
+                    port,
+                    dest,
+                    d,
+                    recv,
+                    WcStatus::RemoteInvalidRequest,
+                    true,
+                    after,
+                );
+            }
             return Some(Response::Nak(Nak::RemoteOperation));
         }
     }
     port.counters
         .executed(req.opcode.counter(), req.opcode.consumes_recv(), end);
     let recv = match (&inbound.target, imm_recv) {
-        (Target::Recv { wqe, sges, n, .. }, _) => Some(Recv {
-            wqe: *wqe,
-            sges: sges.first(*n),
+        (Target::Recv { recv, .. }, _) => Some(Recv {
+            wqe: recv.wqe,
+            sges: recv.sges(),
         }),
         (Target::Write { .. }, Some((wqe, room, n))) => Some(Recv {
             wqe,
@@ -256,7 +280,8 @@ fn finish(
 
 /// Refuses `req`, a packet of `inbound` whose data does not fit or could
 /// not be placed: on RC, its receive completes in error and its requester
-/// is told, as for a message of one packet; UC loses the message.
+/// is told, as for a message of one packet; UC loses the message, unless
+/// the receive's own memory went (see [`settle`]).
 fn refuse(
     port: &Net,
     dest: &QpUse,
@@ -266,70 +291,70 @@ fn refuse(
     misfit: Misfit,
     after: &mut After,
 ) -> Option<Response> {
-    let (nak, status) = match (misfit, &inbound.target) {
-        (Misfit::Length, _) => (Nak::InvalidRequest, WcStatus::LocalLength),
-        (Misfit::Memory, Target::Recv { .. }) => (Nak::RemoteOperation, WcStatus::LocalProtection),
-        (Misfit::Memory, Target::Write { .. }) => (Nak::RemoteAccess, WcStatus::LocalProtection),
+    let nak = match (&misfit, &inbound.target) {
+        (Misfit::Length, _) => Nak::InvalidRequest,
+        (Misfit::Memory, Target::Recv { .. }) => Nak::RemoteOperation,
+        (Misfit::Memory, Target::Write { .. }) => Nak::RemoteAccess,
     };
     d.resp_psn = req.psn.next();
-    if !rules::acknowledged(dest.qp_type) {
-        d.inbound = Some(inbound);
-        abandon(port, dest, d, after);
-        return None;
+    if let Some(recv) = inbound.into_recv() {
+        let fatal = matches!(misfit, Misfit::Memory);
+        settle(port, dest, d, recv, misfit.status(), fatal, after);
     }
-    fail_recv(port, dest, d, req, inbound, status, after);
-    Some(Response::Nak(nak))
+    rules::acknowledged(dest.qp_type).then_some(Response::Nak(nak))
 }
 
-/// Completes the receive `inbound` holds, if any, with `status`.
-fn fail_recv(
+/// Disposes of `recv`, the receive of a message of `dest` (whose lock `d`
+/// is) refused with `status`. On RC it completes with `status` and the QP
+/// enters the error state. UC loses the message alone (see [`lose`]),
+/// unless the fault is the receive's own (`fatal`: its memory went, IBA's
+/// class A error), which fails it as on RC.
+fn settle(
     port: &Net,
     dest: &QpUse,
     d: &mut QpInner,
-    req: &Request<'_>,
-    inbound: Inbound,
+    recv: Taken,
     status: WcStatus,
+    fatal: bool,
     after: &mut After,
 ) {
-    if let Target::Recv { wqe, sges, n, .. } = &inbound.target {
-        let recv = Recv {
-            wqe: *wqe,
-            sges: sges.first(*n),
-        };
-        let wc = recv_wc(dest, &recv, req, status, 0);
+    if fatal || rules::acknowledged(dest.qp_type) {
+        let wc = failed_wc(dest, &recv.wqe, status);
         complete_locked(port, dest, d, wc, false, after);
+    } else {
+        lose(port, dest, d, recv, after);
     }
 }
 
 /// Ends the message `dest` (whose lock `d` is) is in the middle of, whose
 /// last packet will not come. On RC, its requester broke the sequence: the
 /// receive completes in error, and the QP enters the error state. UC loses
-/// the message and goes on (IBA's class D1 and E errors, as rxe): the
-/// receive is kept for the next message, or, an SRQ's, which cannot go
-/// back, completes in error.
+/// the message alone (see [`lose`]).
 pub(super) fn abandon(port: &Net, dest: &QpUse, d: &mut QpInner, after: &mut After) {
-    let Some(Inbound {
-        target: Target::Recv { wqe, sges, n, .. },
-        ..
-    }) = d.inbound.take()
-    else {
-        return;
-    };
-    let uc = !rules::acknowledged(dest.qp_type);
-    if uc && dest.srq.is_none() {
-        d.kept = Some(Kept { wqe, sges, n });
+    if let Some(recv) = d.inbound.take().and_then(Inbound::into_recv) {
+        settle(
+            port,
+            dest,
+            d,
+            recv,
+            WcStatus::RemoteInvalidRequest,
+            false,
+            after,
+        );
+    }
+}
+
+/// UC loses the message that took `recv` at `dest` (whose lock `d` is),
+/// and goes on (IBA's class D1 and E errors, as rxe): `recv` is kept for
+/// the next message, or, an SRQ's, which cannot go back, completes with
+/// REM_INV_REQ_ERR while the QP stays ready.
+fn lose(port: &Net, dest: &QpUse, d: &mut QpInner, recv: Taken, after: &mut After) {
+    if dest.srq.is_none() {
+        d.kept = Some(recv);
         return;
     }
-    let wc = Wc {
-        wr_id: wqe.wr_id,
-        qp: dest.id(),
-        status: WcStatus::RemoteInvalidRequest,
-        opcode: WcOpcode::Recv,
-        ..Wc::EMPTY
-    };
-    if !uc {
-        complete_locked(port, dest, d, wc, false, after);
-    } else if complete::push_going_on(port, dest.recv_cq(), wc, false, after) {
+    let wc = failed_wc(dest, &recv.wqe, WcStatus::RemoteInvalidRequest);
+    if complete::push_going_on(port, dest.recv_cq(), wc, false, after) {
         error_locked(dest, d, after);
     }
 }
