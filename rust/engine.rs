@@ -163,7 +163,11 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
                 match transport::Head::of(&mut inner, routes, send, inline) {
                     Some(head) => head,
                     None => {
-                        qp.note_drained(&mut inner);
+                        let drained = inner.take_drained();
+                        drop(inner);
+                        if drained {
+                            qp.sq_drained();
+                        }
                         return Next::Idle;
                     }
                 }

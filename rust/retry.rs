@@ -30,6 +30,8 @@ pub(crate) struct Retries {
     armed: Option<Refusal>,
     /// ... and went off.
     expired: bool,
+    /// The head was tried and refused: it is in flight, whatever comes.
+    tried: bool,
 }
 
 /// What to do about a refusal.
@@ -57,6 +59,7 @@ impl Retries {
     /// (a post, say) made while the timer runs spends no retry: only a
     /// wait served to its end counts.
     pub(crate) fn plan(&mut self, budget: &Budget, refusal: Refusal) -> Plan {
+        self.tried = true;
         if let Some(armed) = self.armed {
             if !self.expired {
                 return Plan::Idle;
@@ -117,6 +120,12 @@ impl Retries {
     /// on from the first PSN not answered.
     pub(crate) fn progressed(&mut self) {
         self.timeouts = 0;
+    }
+
+    /// Whether the head was tried and refused: a draining send queue
+    /// (SQD) still has it to finish.
+    pub(crate) fn tried(&self) -> bool {
+        self.tried
     }
 
     /// Whether a wait was served to its end: the head request is to be

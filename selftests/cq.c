@@ -212,7 +212,7 @@ TEST_F(cq, overrun)
 	ASSERT_EQ(0, post_recv(&self->lb, self->lb.b, 5000, 2048, 64));
 	ASSERT_EQ(0, post_send(&self->lb, self->lb.a, c, 0, 64));
 
-	ASSERT_EQ(0, wait_async(self->lb.ctx, &ev)) TH_LOG("no async event");
+	ASSERT_EQ(0, wait_async(self->lb.ctx, &ev, 5000)) TH_LOG("no async event");
 	EXPECT_EQ(IBV_EVENT_CQ_ERR, ev.event_type);
 	EXPECT_EQ(self->lb.scq, ev.element.cq);
 	ibv_ack_async_event(&ev);
@@ -227,7 +227,7 @@ TEST_F(cq, overrun)
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(self->lb.a));
 	/* Only one CQ_ERR, however often it overruns again. */
 	ASSERT_EQ(0, post_send(&self->lb, self->lb.a, c + 1, 0, 64));
-	EXPECT_EQ(-1, wait_async(self->lb.ctx, &ev));
+	EXPECT_EQ(-1, wait_async(self->lb.ctx, &ev, 5000));
 }
 
 /* One event per arm, none lost, none extra. */

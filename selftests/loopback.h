@@ -298,15 +298,15 @@ static inline int poll_wait(struct ibv_cq *cq, struct ibv_wc *wc, double secs)
 	return n;
 }
 
-/* Waits up to 5 s for an async event of @ctx. */
+/* Waits up to @ms milliseconds for an async event of @ctx. */
 static inline int wait_async(struct ibv_context *ctx,
-			     struct ibv_async_event *ev)
+			     struct ibv_async_event *ev, int ms)
 {
 	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
 	int flags = fcntl(ctx->async_fd, F_GETFL);
 
 	fcntl(ctx->async_fd, F_SETFL, flags | O_NONBLOCK);
-	if (poll(&pfd, 1, 5000) != 1)
+	if (poll(&pfd, 1, ms) != 1)
 		return -1;
 	return ibv_get_async_event(ctx, ev);
 }

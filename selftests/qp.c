@@ -448,7 +448,6 @@ TEST_F(qp, timeout_zero_waits_forever)
 	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
 }
 
-/* A receive buffer too small: receiver LOC_LEN_ERR, sender REM_INV_REQ_ERR. */
 /*
  * SQD (IBA 10.3.1): a's send queue drains, which IBV_EVENT_SQ_DRAINED
  * says, and sends nothing new, while its receive side goes on: b's SEND
@@ -476,10 +475,11 @@ TEST_F(qp, send_queue_drains_receive_side_runs)
 		EXPECT_EQ(IBV_WC_SUCCESS, wc[i].status);
 	EXPECT_NE(wc[0].wr_id, wc[1].wr_id);
 
-	ASSERT_EQ(0, wait_async(lb->ctx, &ev)) TH_LOG("no SQ drained event");
+	ASSERT_EQ(0, wait_async(lb->ctx, &ev, 5000)) TH_LOG("no SQ drained event");
 	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
 	EXPECT_EQ(lb->a, ev.element.qp);
 	ibv_ack_async_event(&ev);
+	EXPECT_EQ(-1, wait_async(lb->ctx, &ev, 200)) TH_LOG("drained twice");
 
 	/* a -> b, posted in SQD: it waits for RTS. */
 	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 8192 - 64, 64));
@@ -496,6 +496,34 @@ TEST_F(qp, send_queue_drains_receive_side_runs)
 	EXPECT_EQ(IBV_WC_SUCCESS, wc[0].status);
 }
 
+/*
+ * A SEND that left before SQD and waits for a receive (RNR, rnr_retry 7)
+ * is in flight: the send queue has not drained until it completes, which
+ * it does in SQD once b posts a receive; then SQ_DRAINED comes, once.
+ */
+TEST_F(qp, send_queue_drains_a_send_in_flight)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+
+	ASSERT_EQ(0, post_send(lb, lb->a, 1, 0, 8));
+	EXPECT_EQ(0, poll_one(lb->scq, &wc));
+	ASSERT_EQ(0, set_qp_state(lb->a, IBV_QPS_SQD));
+	ASSERT_EQ(-1, wait_async(lb->ctx, &ev, 200))
+		TH_LOG("drained with a SEND in flight");
+	ASSERT_EQ(0, post_recv(lb, lb->b, 2, 4096, 64));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 5)) TH_LOG("the SEND froze in SQD");
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(0, wait_async(lb->ctx, &ev, 5000)) TH_LOG("no SQ drained event");
+	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
+	EXPECT_EQ(lb->a, ev.element.qp);
+	ibv_ack_async_event(&ev);
+	EXPECT_EQ(-1, wait_async(lb->ctx, &ev, 200)) TH_LOG("drained twice");
+}
+
+/* A receive buffer too small: receiver LOC_LEN_ERR, sender REM_INV_REQ_ERR. */
 TEST_F(qp, receive_too_small)
 {
 	struct loopback *lb = &self->lb;

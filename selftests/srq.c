@@ -87,7 +87,7 @@ static int post_srq(struct loopback *lb, struct ibv_srq *srq, uint64_t wr_id,
 /* Waits up to 5 s for an async event; returns its type or -1. */
 static int async_event(struct ibv_context *ctx, struct ibv_async_event *ev)
 {
-	if (wait_async(ctx, ev))
+	if (wait_async(ctx, ev, 5000))
 		return -1;
 	ibv_ack_async_event(ev);
 	return ev->event_type;

@@ -364,6 +364,16 @@ impl QpShared {
 }
 
 impl QpInner {
+    /// Whether the QP, moved to SQD, has drained just now: no request of
+    /// it in flight, none tried and refused. True once per move: the
+    /// caller raises [`QpUse::sq_drained`] once it holds no lock.
+    pub(crate) fn take_drained(&mut self) -> bool {
+        self.state == QpState::Sqd
+            && self.window.is_empty()
+            && !self.retries.tried()
+            && core::mem::take(&mut self.sq_draining)
+    }
+
     /// The oldest receive of the QP's own (not an SRQ's), and its SGEs.
     pub(crate) fn receive_front(&self) -> Option<(&Wqe, &[SgeCopy])> {
         match &self.kept {
@@ -500,16 +510,11 @@ impl QpUse {
         idle
     }
 
-    /// Tells the consumer of the QP (whose lock `inner` is), moved to SQD,
-    /// that its send queue has drained, once no request of it is in flight:
-    /// once per move.
-    pub(crate) fn note_drained(&self, inner: &mut QpInner) {
-        if inner.state == QpState::Sqd
-            && inner.window.is_empty()
-            && core::mem::take(&mut inner.sq_draining)
-        {
-            self.0.notifier.sq_drained();
-        }
+    /// Tells the consumer of the QP, moved to SQD, that its send queue has
+    /// drained. Raised with no lock of the QP held: a kernel consumer's
+    /// handler may modify the QP.
+    pub(crate) fn sq_drained(&self) {
+        self.0.notifier.sq_drained();
     }
 
     /// Tells the consumer of a QP on an SRQ that it has completed its last

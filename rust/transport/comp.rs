@@ -327,7 +327,7 @@ pub(crate) fn finish(
     len: u32,
     after: &mut After,
 ) -> bool {
-    let (popped, more) = {
+    let (popped, more, drained) = {
         let mut inner = qp.inner.lock();
         // A RESET meanwhile discarded it, without a completion.
         let popped = if head.is_queued(&inner) {
@@ -349,8 +349,11 @@ pub(crate) fn finish(
         } else {
             None
         };
-        (popped, !inner.sq.is_empty())
+        (popped, !inner.sq.is_empty(), inner.take_drained())
     };
+    if drained {
+        qp.sq_drained();
+    }
     let Some(wqe) = popped else {
         return more;
     };

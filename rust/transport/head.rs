@@ -146,7 +146,8 @@ impl<'s> Head<'s> {
 /// counted from the queue's front, and where it stands: the front one
 /// answered in full, refused, or to be sent again (go-back-N); else the
 /// next one to leave, while the requester does not wait out an RNR timer
-/// and its send queue does not drain (SQD: nothing new leaves).
+/// and its send queue does not drain (SQD: nothing new leaves, but a
+/// front that was tried and refused is tried again).
 fn pick(inner: &mut QpInner) -> Option<(usize, Leg)> {
     let window = &mut inner.window;
     if let Some(front) = window.front() {
@@ -184,7 +185,8 @@ fn pick(inner: &mut QpInner) -> Option<(usize, Leg)> {
         }
     }
     let next = window.cursor();
-    let draining = inner.state == QpState::Sqd;
+    let new = next > 0 || !inner.retries.tried();
+    let draining = inner.state == QpState::Sqd && new;
     match window.get(next) {
         Some(_) => Some((next, Leg::Due)),
         None if next < inner.sq.len() as usize && !draining => Some((next, Leg::Unsent)),
