@@ -511,8 +511,7 @@ impl QpUse {
     }
 
     /// Tells the consumer of the QP, moved to SQD, that its send queue has
-    /// drained. Raised with no lock of the QP held: a kernel consumer's
-    /// handler may modify the QP.
+    /// drained. Raised with no lock of the QP held, as rxe raises it.
     pub(crate) fn sq_drained(&self) {
         self.0.notifier.sq_drained();
     }

@@ -20,6 +20,7 @@ use crate::{
     psn::Psn,
     qp::{QpInner, QpUse},
     retry::{ack_timeout_us, Refusal, Retries},
+    wq::Wqe,
 };
 
 /// Retires the head WQE of `qp` (copied as `head`, `len` bytes) from
@@ -349,16 +350,31 @@ pub(crate) fn finish(
         } else {
             None
         };
-        (popped, !inner.sq.is_empty(), inner.take_drained())
+        // A QP whose last request failed goes to ERR instead.
+        let drained = status == WcStatus::Success && inner.take_drained();
+        (popped, !inner.sq.is_empty(), drained)
     };
+    // An error leaves the QP to flush.
+    let errored = popped.is_some_and(|wqe| complete_wqe(net, qp, wqe, status, len, after));
+    // Once the last completion is on the CQ.
     if drained {
         qp.sq_drained();
     }
-    let Some(wqe) = popped else {
-        return more;
-    };
+    errored || more
+}
+
+/// Completes `wqe`, taken off the send queue of `qp`, with `status` if it
+/// is signaled or failed. Returns whether `qp` entered the error state.
+fn complete_wqe(
+    net: &Net,
+    qp: &QpUse,
+    wqe: Wqe,
+    status: WcStatus,
+    len: u32,
+    after: &mut After,
+) -> bool {
     if !(wqe.signaled || qp.sq_sig_all || status != WcStatus::Success) {
-        return more;
+        return false;
     }
     let wc = Wc {
         wr_id: wqe.wr_id,
@@ -372,6 +388,5 @@ pub(crate) fn finish(
         byte_len: len,
         ..Wc::EMPTY
     };
-    // An error leaves the QP to flush.
-    complete::complete(net, qp, qp.send_cq(), wc, false, after) || more
+    complete::complete(net, qp, qp.send_cq(), wc, false, after)
 }
