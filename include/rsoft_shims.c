@@ -16,6 +16,7 @@
 #include <rdma/ib_verbs.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
+#include <net/ip6_checksum.h>
 #include <net/route.h>
 #include <linux/scatterlist.h>
 #include <linux/timer.h>
@@ -402,6 +403,37 @@ int rsoft_ip4_send(struct sk_buff *skb)
 	return rsoft_ip4_xmit(skb);
 }
 
+unsigned int rsoft_netdev_train_max(const struct net_device *ndev)
+{
+	/* ethtool's tx-udp-segmentation and ip link's gso_max_segs say no. */
+	if (!(READ_ONCE(ndev->features) & NETIF_F_GSO_UDP_L4))
+		return 1;
+	return READ_ONCE(ndev->gso_max_segs);
+}
+
+void rsoft_udp_train(struct sk_buff *skb, unsigned int seg)
+{
+	struct udphdr *uh = udp_hdr(skb);
+	unsigned int len = skb_tail_pointer(skb) - skb_transport_header(skb);
+
+	/* One packet, or none whole: nothing to cut. */
+	if (!seg || len <= sizeof(*uh) + seg)
+		return;
+	skb_shinfo(skb)->gso_size = seg;
+	skb_shinfo(skb)->gso_type = SKB_GSO_UDP_L4;
+	skb_shinfo(skb)->gso_segs = DIV_ROUND_UP(len - sizeof(*uh), seg);
+	/* UDP GSO wants the checksum offloaded: each packet gets its own. */
+	skb->ip_summed = CHECKSUM_PARTIAL;
+	skb->csum_start = skb_transport_header(skb) - skb->head;
+	skb->csum_offset = offsetof(struct udphdr, check);
+	if (skb->protocol == htons(ETH_P_IP))
+		uh->check = ~udp_v4_check(len, ip_hdr(skb)->saddr,
+					  ip_hdr(skb)->daddr, 0);
+	else
+		uh->check = ~udp_v6_check(len, &ipv6_hdr(skb)->saddr,
+					  &ipv6_hdr(skb)->daddr, 0);
+}
+
 void rsoft_ip4_flush(void)
 {
 	flush_work(&rsoft_ip4_work);
@@ -531,8 +563,12 @@ static int rsoft_udp_create(struct net *net, int family, struct socket **sockp)
 		sock_release(sock);
 		return err;
 	}
+	/*
+	 * No convert_csum, unlike tunnels: rsoft needs no checksum of the
+	 * payload, and without it the stack cuts trains apart without
+	 * summing each packet.
+	 */
 	inet_clear_bit(MC_LOOP, sk);
-	inet_inc_convert_csum(sk);
 	udp_sk(sk)->encap_type = 1;
 	udp_sk(sk)->encap_rcv = rsoft_udp_encap_rcv;
 	udp_tunnel_encap_enable(sk);

@@ -106,6 +106,14 @@ struct sk_buff *rsoft_ip4_skb(struct net_device *ndev, __be32 saddr,
 struct sk_buff *rsoft_ip6_skb(struct net_device *ndev, const u8 *saddr,
 			      const u8 *daddr, unsigned int len, u8 **data);
 int rsoft_ip4_send(struct sk_buff *skb);
+/*
+ * How many RoCEv2 packets @ndev takes in one UDP GSO skb (1: none), and
+ * rsoft_udp_train(), which marks @skb, whose UDP payload is packets of
+ * @seg bytes each but a shorter last one, for the stack to cut up (it
+ * leaves @skb as it is if that makes one packet).
+ */
+unsigned int rsoft_netdev_train_max(const struct net_device *ndev);
+void rsoft_udp_train(struct sk_buff *skb, unsigned int seg);
 void rsoft_ip4_flush(void);
 void rsoft_skb_free(struct sk_buff *skb);
 

@@ -180,23 +180,47 @@ perf_row() { grep -A1 '^ *#bytes' "$1/client" | tail -1 | grep -Eq '^ *[0-9]+ +[
 pp_done() { grep -q 'iters in' "$1/client" && grep -q 'iters in' "$1/server"; }
 fi_row() { grep -Eq '^4k +100 +=100 ' "$1/client" && grep -Eq '^4k +100 +=100 ' "$1/server"; }
 
+# trains DEV on|off|N [NS]: whether rsoft sends runs of packets out of
+# DEV (in NS if given) as one skb that the stack cuts apart (UDP GSO, at
+# most gso_max_segs packets, N); off, tc and tcpdump on DEV see each one.
+trains() {
+	local segs=$2 n=()
+	[[ $2 == on ]] && segs=65535
+	[[ $2 == off ]] && segs=1
+	[[ -n ${3-} ]] && n=(ip netns exec "$3")
+	"${n[@]}" ip link set dev "$1" gso_max_segs "$segs"
+}
+
+# gso_segs DEV [NS]: DEV's gso_max_segs (in NS if given).
+gso_segs() {
+	local n=()
+	[[ -n ${2-} ]] && n=(ip netns exec "$2")
+	"${n[@]}" ip -d link show dev "$1" | grep -o 'gso_max_segs [0-9]*' | cut -d' ' -f2
+}
+
 # shape D0 D1 DEFAULT NETEM [MATCH... --]...: on both ends of the veth
 # between D0 here and D1 in $ns, a prio qdisc whose band 1:1 passes
 # packets as they come and whose band 1:2 puts them through netem NETEM
 # (one word); a packet goes to band DEFAULT (1 or 2) unless it is RoCEv2
 # (UDP 4791) and matches the u32 MATCH list of a filter, each list
-# ending in "--" and the band it sends to, in order of priority.
-# "shape D0 D1 off" takes it away.
+# ending in "--" and the band it sends to, in order of priority. Trains
+# are off meanwhile, so that the filters and netem see every packet.
+# "shape D0 D1 off" takes it away, and puts trains back as they were.
+declare -gA shape_segs
 shape() {
-	local d n=() netem=${4-} prio filters
+	local d n=() in= netem=${4-} prio filters rc
 	for d in "$1" "$2"; do
-		[[ $d == "$2" ]] && n=(ip netns exec "$ns")
+		[[ $d == "$2" ]] && n=(ip netns exec "$ns") in=$ns
 		if [[ $3 == off ]]; then
-			"${n[@]}" tc qdisc del dev "$d" root || return
+			"${n[@]}" tc qdisc del dev "$d" root
+			rc=$?
+			trains "$d" "${shape_segs[$d]:-on}" $in && ((rc == 0)) || return
 			continue
 		fi
-		"${n[@]}" tc qdisc add dev "$d" root handle 1: prio bands 2 \
-			priomap $(printf "$(($3 - 1)) %.0s" {1..16}) &&
+		shape_segs[$d]=$(gso_segs "$d" $in)
+		trains "$d" off $in &&
+			"${n[@]}" tc qdisc add dev "$d" root handle 1: prio bands 2 \
+				priomap $(printf "$(($3 - 1)) %.0s" {1..16}) &&
 			"${n[@]}" tc qdisc add dev "$d" parent 1:2 handle 2: netem $netem ||
 			return
 		prio=1 filters=("${@:5}")

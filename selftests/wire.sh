@@ -215,6 +215,9 @@ ns_pair "ib_read_bw -s 65536 -n $n (rsoft_w1 in $ns -> rxe_w0 here): the client'
 # answered with READ RESPONSEs cut at the path MTU, and atomics, each way;
 # rdma_cm's MADs and rping's SENDs, READs and WRITEs, each side the server.
 rc_pcap=$work/rc.pcap
+# rsoft's packets leave one by one, as a NIC without UDP segmentation
+# puts them on the wire (a train would show as one large packet).
+trains w1 off $ns
 timeout -k 5 $((10 * T)) tcpdump -i w0 -U -w "$rc_pcap" udp port 4791 2>"$work/tcpdump.err" &
 dump=$!
 until_ok 30 grep -q listening "$work/tcpdump.err" || echo "# tcpdump did not start"
@@ -268,6 +271,7 @@ cli=(ucmatose -s $ip1 -p $port -c 4 -C 20)
 pair "ucmatose -c 4 -C 20 (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port cmatose_done
 kill $dump 2>/dev/null
 wait $dump
+trains w1 on $ns
 show "$work/tcpdump.err" tcpdump
 decoded "tshark decodes the capture as RoCE, nothing malformed" "$rc_pcap" $ip1 $ip0
 icrc "tcpdump's capture: each of rsoft's packets from $ip1 checks, and fails with a bit flipped" \

@@ -80,6 +80,17 @@ impl IpPacket {
         // SAFETY: the skb is ours (type invariant), and the call consumes it.
         kernel::error::to_result(unsafe { bindings::rsoft_ip4_send(skb) })
     }
+
+    /// Sends the packet as a train: its UDP payload is packets of `seg`
+    /// bytes each but a shorter last one, which the stack (or the NIC)
+    /// cuts apart, each with the IP and UDP headers of the train fitted
+    /// to its length (and, for IPv4, the train's IP ID plus its index).
+    pub(crate) fn send_train(self, seg: u32) -> Result {
+        // SAFETY: the skb is ours, routed, with its headers in place; the
+        // shim leaves it as it is where `seg` makes one packet or none.
+        unsafe { bindings::rsoft_udp_train(self.skb.as_ptr(), seg) };
+        self.send()
+    }
 }
 
 impl Drop for IpPacket {

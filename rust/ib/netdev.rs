@@ -44,6 +44,14 @@ impl NetDev {
         }
     }
 
+    /// How many RoCEv2 packets the netdev takes in one skb that the
+    /// stack cuts up (UDP GSO): 1 where it takes none.
+    pub(crate) fn train_max(&self) -> u32 {
+        // SAFETY: `self` is a valid netdev; the fields read may change
+        // under us, which only makes the answer old.
+        unsafe { bindings::rsoft_netdev_train_max(self.as_ptr()) }
+    }
+
     /// The network namespace the netdev is in now.
     pub(crate) fn namespace(&self) -> Namespace {
         // SAFETY: `self` is a valid netdev; a registered netdev is always

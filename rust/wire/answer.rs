@@ -173,50 +173,41 @@ fn emit(port: &Net, src: Qpn, reply: &Reply, most: u32) -> (u32, bool) {
         }
         Said::Read { sge, sent } => {
             let sges = [sge];
-            let data = Payload::Sges(&sges);
             let (mtu, packets) = transport::cut(sge.length, reply.mtu);
-            let ack = aeth(Response::ACK_SYNDROME);
-            let bare = Ext::default();
             let end = packets.min(sent.saturating_add(most));
-            for i in sent..end {
-                let (first, last) = (i == 0, i + 1 == packets);
-                let (opcode, ext) = match (first, last) {
-                    (true, true) => (bth::READ_RESPONSE_ONLY, &ack),
-                    (true, false) => (bth::READ_RESPONSE_FIRST, &ack),
-                    (false, false) => (bth::READ_RESPONSE_MIDDLE, &bare),
-                    (false, true) => (bth::READ_RESPONSE_LAST, &ack),
+            let packet = |k: u32| {
+                let i = sent + k;
+                let (opcode, ext) = match (i == 0, i + 1 == packets) {
+                    (true, true) => (bth::READ_RESPONSE_ONLY, aeth(Response::ACK_SYNDROME)),
+                    (true, false) => (bth::READ_RESPONSE_FIRST, aeth(Response::ACK_SYNDROME)),
+                    (false, false) => (bth::READ_RESPONSE_MIDDLE, Ext::default()),
+                    (false, true) => (bth::READ_RESPONSE_LAST, aeth(Response::ACK_SYNDROME)),
                 };
                 let skip = i * mtu;
                 let len = (sge.length - skip).min(mtu);
-                out(
-                    port,
-                    src,
-                    reply,
-                    opcode,
-                    ext,
-                    reply.psn.add(i),
-                    (data, skip, len),
-                );
-            }
+                let data = (Payload::Sges(&sges), skip, len);
+                reply_frame(src, reply, opcode, ext, reply.psn.add(i), data)
+            };
+            frame::send_run(port, &reply.route, end.saturating_sub(sent), packet);
             return (end, end == packets);
         }
     };
-    out(port, src, reply, opcode, &ext, reply.psn, (none, 0, 0));
+    let f = reply_frame(src, reply, opcode, ext, reply.psn, (none, 0, 0));
+    frame::send(port, &reply.route, &f);
     (1, true)
 }
 
-/// Sends one packet of `reply` from QP `src`: `opcode` with `ext`, at
-/// `psn`, with `len` bytes of `data` from its byte `skip` on.
-fn out(
-    port: &Net,
+/// Packet `opcode` of `reply` from QP `src`, with `ext`, at `psn`, with
+/// `len` bytes of `data` from its byte `skip` on.
+fn reply_frame<'a>(
     src: Qpn,
     reply: &Reply,
     opcode: u8,
-    ext: &Ext,
+    ext: Ext,
     psn: Psn,
-    (data, skip, len): (Payload<'_>, u32, u32),
-) {
-    let f = Frame {
+    (data, skip, len): (Payload<'a>, u32, u32),
+) -> Frame<'a> {
+    Frame {
         opcode,
         solicited: false,
         ack_req: false,
@@ -227,6 +218,5 @@ fn out(
         data,
         skip,
         len,
-    };
-    frame::send(port, &reply.route, &f);
+    }
 }

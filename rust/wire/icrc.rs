@@ -20,17 +20,32 @@ pub(super) const LEN: usize = 4;
 /// options, or v6) on, as its last [`LEN`] bytes should hold it; `None` if
 /// it is too short for its headers or of another IP version.
 fn of(pkt: &[u8]) -> Option<[u8; LEN]> {
-    let ip = match pkt.first()? >> 4 {
-        4 => 20,
-        6 => 40,
-        _ => return None,
-    };
-    let headers = ip + UDP_BTH;
-    let body = pkt.len().checked_sub(LEN)?;
+    let at = ip_udp(pkt)?;
+    of_parts(pkt.get(..at)?, pkt.get(at..pkt.len().checked_sub(LEN)?)?)
+}
+
+/// The length of the IP and UDP headers that `pkt` starts with.
+fn ip_udp(pkt: &[u8]) -> Option<usize> {
+    match pkt.first()? >> 4 {
+        4 => Some(20 + 8),
+        6 => Some(40 + 8),
+        _ => None,
+    }
+}
+
+/// The ICRC of the packet of `headers` (IP and UDP) followed by `body`
+/// (from the BTH to the end of the pad).
+fn of_parts(headers: &[u8], body: &[u8]) -> Option<[u8; LEN]> {
+    let ip = headers.len().checked_sub(8)?;
+    if ip_udp(headers)? != headers.len() {
+        return None;
+    }
+    let covered = ip + UDP_BTH;
+    let (bth, rest) = (body.get(..UDP_BTH - 8)?, body.get(UDP_BTH - 8..)?);
     let mut buf = [0u8; MAX_HEADERS];
-    let masked = buf.get_mut(..headers)?;
-    masked.copy_from_slice(pkt.get(..headers)?);
-    let rest = pkt.get(headers..body)?;
+    let masked = buf.get_mut(..covered)?;
+    masked.get_mut(..headers.len())?.copy_from_slice(headers);
+    masked.get_mut(headers.len()..)?.copy_from_slice(bth);
     // What routers may change: IPv4's TOS, TTL and header checksum;
     // IPv6's traffic class, flow label and hop limit; the UDP checksum;
     // the BTH's FECN, BECN and reserved bits.
@@ -51,12 +66,13 @@ fn of(pkt: &[u8]) -> Option<[u8; LEN]> {
     Some((!crc).to_le_bytes())
 }
 
-/// Writes the ICRC into the last [`LEN`] bytes of `pkt`, a RoCEv2 packet
-/// from its IP header on; a packet too short for its headers is left as
-/// it is.
-pub(super) fn seal(pkt: &mut [u8]) {
-    let at = pkt.len().saturating_sub(LEN);
-    if let (Some(icrc), Some(slot)) = (of(pkt), pkt.get_mut(at..)) {
+/// Writes the ICRC into the last [`LEN`] bytes of `body`, the packet from
+/// its BTH on, which will follow `headers` (its IP and UDP headers); a
+/// packet too short for its headers is left as it is.
+pub(super) fn seal_parts(headers: &[u8], body: &mut [u8]) {
+    let at = body.len().saturating_sub(LEN);
+    let (covered, slot) = body.split_at_mut(at);
+    if let (Some(icrc), true) = (of_parts(headers, covered), slot.len() == LEN) {
         slot.copy_from_slice(&icrc);
     }
 }

@@ -15,14 +15,13 @@ use crate::{
     copy::Pace,
     counters::Counter,
     flight,
-    ib::{Address, Remote, SendOp},
+    ib::{Remote, SendOp},
     net::{Link, Net},
     psn::Psn,
     scratch::Buf,
     transport::{Carried, Dest, Packets, Request, Wire},
     wq::SgeCopy,
 };
-use kernel::prelude::*;
 
 /// Delivery to the ports of other hosts.
 pub(crate) struct Roce;
@@ -45,26 +44,26 @@ impl Wire for Roce {
         }
         let Packets { mtu, sent, .. } = req.packets();
         let until = sent.min(req.send_to);
-        for index in req.resend_from..until {
-            let piece = Piece {
-                first: index == 0,
-                last: index + 1 == sent,
-                // RC asks for the ACK that completes a message on its last
-                // packet, and for one every `ACK_EVERY` before: a long
-                // message leaves as the answers come.
-                ack: index + 1 == sent || (index + 1) % flight::ACK_EVERY == 0,
-                skip: index * mtu,
-                psn: req.psn.add(index),
-            };
+        let packets = until.saturating_sub(req.resend_from);
+        let piece = |index: u32| Piece {
+            first: index == 0,
+            last: index + 1 == sent,
+            // RC asks for the ACK that completes a message on its last
+            // packet, and for one every `ACK_EVERY` before: a long message
+            // leaves as the answers come.
+            ack: index + 1 == sent || (index + 1) % flight::ACK_EVERY == 0,
+            skip: index * mtu,
+            psn: req.psn.add(index),
+        };
+        match av.grh.as_ref() {
+            Some(route) => frame::send_run(from, route, packets, |k| {
+                packet(req, &piece(req.resend_from + k), mtu)
+            }),
             // One that cannot be sent is lost like one dropped on the
             // way: RC's requester sends the message again.
-            if send_packet(from, av, req, &piece, mtu).is_err() {
-                from.counters.add(Counter::WireSendErrors, 1);
-            }
+            None => from.counters.add(Counter::WireSendErrors, packets.into()),
         }
-        Carried::Sent {
-            packets: until.saturating_sub(req.resend_from),
-        }
+        Carried::Sent { packets }
     }
 }
 
@@ -126,11 +125,9 @@ fn ext_headers(req: &Request<'_>, part: &Piece) -> Ext {
     ext
 }
 
-/// Sends `part` of `req` to `av` as one packet.
-fn send_packet(from: &Net, av: &Address, req: &Request<'_>, part: &Piece, mtu: u32) -> Result {
-    let route = av.grh.as_ref().ok_or(EINVAL)?;
-    let ext = ext_headers(req, part);
-    let frame = Frame {
+/// Packet `part` of `req`.
+fn packet<'a>(req: &Request<'a>, part: &Piece, mtu: u32) -> Frame<'a> {
+    Frame {
         opcode: bth::segment(req.bth, part.first, part.last),
         // The solicited event comes with the message's last packet.
         solicited: req.solicited && part.last,
@@ -138,7 +135,7 @@ fn send_packet(from: &Net, av: &Address, req: &Request<'_>, part: &Piece, mtu: u
         src: req.src.qpn,
         dest: req.dest,
         psn: part.psn,
-        ext: &ext,
+        ext: ext_headers(req, part),
         data: req.data,
         skip: part.skip,
         len: if req.opcode.answers_with_data() {
@@ -146,7 +143,5 @@ fn send_packet(from: &Net, av: &Address, req: &Request<'_>, part: &Piece, mtu: u
         } else {
             req.len.saturating_sub(part.skip).min(mtu)
         },
-    };
-    frame::send(from, route, &frame);
-    Ok(())
+    }
 }

@@ -165,7 +165,8 @@ wire() {
 	run_device wire_rsoft "" $ip0
 	# RC under loss: the 64 KiB WRITEs and READs again with netem losing
 	# 1% of the packets each way (the target: half the lossless figure).
-	if tc qdisc add dev v0 root netem loss 1% &&
+	# Trains off: netem would lose a whole train, not one packet.
+	if trains v0 off && trains v1 off $ns && tc qdisc add dev v0 root netem loss 1% &&
 		ip netns exec $ns tc qdisc add dev v1 root netem loss 1%; then
 		tests=("${wire_tests[0]}" "${wire_tests[2]}")
 		run_device wire_rsoft_loss1 "" $ip0
@@ -175,6 +176,7 @@ wire() {
 	fi
 	tc qdisc del dev v0 root 2>/dev/null
 	ip netns exec $ns tc qdisc del dev v1 root 2>/dev/null
+	trains v0 on && trains v1 on $ns
 	rdma link delete rsoft_v0
 
 	if modprobe rdma_rxe && rdma link add rxe0 type rxe netdev v0; then
