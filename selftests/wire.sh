@@ -175,6 +175,13 @@ ns_pair "ibv_ud_pingpong -s 512 -n 50 -c over IPv6 link-local GIDs (rsoft_w1 in 
 rcvd=$(($(counter rsoft_w1 wire_received_packets) - rcvd0))
 check "rsoft_w1 took $rcvd packets from rxe_w0 (at least 150), none dropped" \
 	test $rcvd -ge 150 -a "$(counter rsoft_w1 wire_receive_drops)" -eq 0
+# RC over IPv6: messages of 16 packets, which rsoft sends in trains whose
+# packets the stack gives IPv6 headers of their own, the data checked.
+port=7790
+srv=(ibv_rc_pingpong -d rxe_w0 -g "${h0:-0}" -p $port -s 16384 -n 50 -c)
+cli=(ibv_rc_pingpong -d rsoft_w1 -g "${h1:-1}" -p $port -s 16384 -n 50 -c $ip0)
+ns_pair "ibv_rc_pingpong -s 16384 -n 50 -c over IPv6 link-local GIDs (rsoft_w1 in $ns <-> rxe_w0 here)" \
+	tcp $port pp_done
 
 # --- f. RC from rsoft to rxe: SENDs and WRITEs cut into packets of the
 # path MTU, each message's last asking for the ACK that completes it (one
