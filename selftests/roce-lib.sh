@@ -203,7 +203,8 @@ gso_segs() {
 # packets as they come and whose band 1:2 puts them through netem NETEM
 # (one word); a packet goes to band DEFAULT (1 or 2) unless it is RoCEv2
 # (UDP 4791) and matches the u32 MATCH list of a filter, each list
-# ending in "--" and the band it sends to, in order of priority. Trains
+# ending in "--" and the band it sends to, in order of priority. Band 1:3
+# passes packets as they come too, for band_sent to count. Trains
 # are off meanwhile, so that the filters and netem see every packet.
 # "shape D0 D1 off" takes it away, and puts trains back as they were.
 declare -gA shape_segs
@@ -219,7 +220,7 @@ shape() {
 		fi
 		shape_segs[$d]=$(gso_segs "$d" $in)
 		trains "$d" off $in &&
-			"${n[@]}" tc qdisc add dev "$d" root handle 1: prio bands 2 \
+			"${n[@]}" tc qdisc add dev "$d" root handle 1: prio bands 3 \
 				priomap $(printf "$(($3 - 1)) %.0s" {1..16}) &&
 			"${n[@]}" tc qdisc add dev "$d" parent 1:2 handle 2: netem $netem ||
 			return
@@ -233,6 +234,15 @@ shape() {
 			filters=("${filters[@]:i+2}") prio=$((prio + 1))
 		done
 	done
+}
+
+# band_sent DEV [NS]: the packets that left DEV (in NS if given) through
+# band 1:3 of shape's qdisc.
+band_sent() {
+	local n=()
+	[[ -n ${2-} ]] && n=(ip netns exec "$2")
+	"${n[@]}" tc -s class show dev "$1" classid 1:3 | grep -o 'Sent [0-9]* bytes [0-9]* pkt' |
+		cut -d' ' -f4
 }
 
 # lossy D0 D1 on|off: netem on both ends of the veth between D0 here and
@@ -274,6 +284,24 @@ late_seq_naks() {
 lost_atomic_answers() {
 	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
 	shape "$1" "$2" 1 "loss 15%" match u8 0x12 0xff at 28 -- 2
+}
+
+# late_read_first_write D0 D1 on|off: on the veth between D0 here and D1
+# in $ns, every READ response ONLY packet (BTH opcode 0x10) and every
+# RDMA WRITE ONLY (0x0a) with PSN 0xffffe1 (the second request of
+# window.c's readack) are 20 ms late, and every ACK or NAK (0x11) with
+# PSN 0xffffe0 (the READ's) goes through band 1:3. "off" leaves the
+# number of those in read_acks.
+late_read_first_write() {
+	if [[ $3 == off ]]; then
+		read_acks=$(($(band_sent "$1") + $(band_sent "$2" "$ns")))
+		shape "$1" "$2" off
+		return
+	fi
+	shape "$1" "$2" 1 "delay 20ms" \
+		match u8 0x10 0xff at 28 -- 2 \
+		match u8 0x0a 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2 \
+		match u8 0x11 0xff at 28 match u32 0xffffe0 0xffffff at 36 -- 3
 }
 
 # counter LINK NAME: the value of port counter NAME of LINK.
@@ -336,8 +364,10 @@ uc_loss() {
 # every ACK through but the sequence-error NAKs late, 32 SENDs each way
 # for one receive posted. Then D1 (an rsoft link) READs from D0 with a
 # packet of each READ's response lost and no local ACK timeout; from an
-# rsoft D0 also a READ longer than the PSNs a requester notes. Then 32
-# fetch-and-adds each way with 15% of their answers lost.
+# rsoft D0 also a READ longer than the PSNs a requester notes. Then, from
+# an rxe D0, a READ and two WRITEs, the READ's response and the first
+# WRITE late: D1 NAKs the gap and ACKs no READ's PSN. Then 32 fetch-and-adds
+# each way with 15% of their answers lost.
 window() {
 	local links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -364,6 +394,15 @@ window() {
 	[[ $1 == rsoft* ]] && mode=readgaplong long=", and one of 160 packets"
 	shaped_window lost_read_middles "READ responses' second packets lost" $mode \
 		"8 READs from $3$long, every fourth response packet lost, no local ACK timeout: all complete" "$@"
+	# A sequence-error NAK right after a READ: an ACK of the READ's PSN
+	# before it had rxe's requester complete the READ with no data.
+	if [[ $1 == rxe* ]]; then
+		read_acks=
+		shaped_window late_read_first_write "READ responses and a WRITE 20 ms late" readack \
+			"a READ and two WRITEs $1 -> $3, the first WRITE late: data intact" "$@"
+		check "... $3 NAKed the gap after the READ without an ACK of the READ's PSN (sent ${read_acks:-?})" \
+			test "${read_acks:-1}" -eq 0
+	fi
 	# An atomic asked for again after those behind it ran: one result kept
 	# (the newest) left it unanswered until RETRY_EXC.
 	shaped_window lost_atomic_answers "atomic answers lost (15%)" atomics \

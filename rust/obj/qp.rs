@@ -95,6 +95,10 @@ pub(crate) struct QpInner {
     pub(crate) window: Window,
     /// The PSN the responder expects: `rq_psn`, as set and as queried.
     pub(crate) resp_psn: Psn,
+    /// `resp_psn` as the newest READ or atomic the responder took left
+    /// it: the PSN before this one is answered by data alone, never by a
+    /// plain ACK.
+    pub(crate) resp_after_data: Option<Psn>,
     /// Moved to SQD, the QP has not yet said that its send queue drained.
     pub(crate) sq_draining: bool,
     /// The responder NAKed a packet ahead of `resp_psn`, and has seen
@@ -281,6 +285,7 @@ impl QpShared {
             req_psn: Psn::default(),
             window: Window::default(),
             resp_psn: Psn::default(),
+            resp_after_data: None,
             sequence_naked: false,
             sq_draining: false,
             atomics: AtomicResults::new()?,
@@ -447,6 +452,7 @@ impl QpInner {
         }
         if let Some(psn) = m.rq_psn {
             self.resp_psn = Psn::new(psn);
+            self.resp_after_data = None;
             self.sequence_naked = false;
             self.atomics.clear();
         }

@@ -55,7 +55,7 @@ pub(crate) fn answer(
             // Go back to the PSN the responder expects: with one request
             // outstanding that is the head's, so it is tried again like an
             // unanswered one.
-            Nak::Sequence(_) => return refused(Refusal::Silence, after),
+            Nak::Sequence { .. } => return refused(Refusal::Silence, after),
             Nak::InvalidRequest => WcStatus::RemoteInvalidRequest,
             Nak::RemoteAccess => WcStatus::RemoteAccess,
             Nak::RemoteOperation => WcStatus::RemoteOperation,
@@ -197,7 +197,9 @@ pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
     let acted = match Response::of_aeth(syndrome, answer.psn) {
         None => false,
         Some(Response::Ack) => window.answered_to(answer.psn.next()),
-        Some(Response::Nak(Nak::Sequence(psn))) => window.refused_at(psn, Event::Resend),
+        Some(Response::Nak(Nak::Sequence { expected, .. })) => {
+            window.refused_at(expected, Event::Resend)
+        }
         Some(_) => window.refused_at(answer.psn, Event::Refused(answer)),
     };
     if inner.window.expect() != before {

@@ -231,9 +231,17 @@ impl Piece {
 pub(crate) enum Nak {
     /// Receiver not ready, with the responder's RNR timer (IB encoding).
     Rnr(u8),
-    /// PSN sequence error: the responder expects this earlier PSN, which
-    /// the NAK names (IBA 9.7.5.2.2).
-    Sequence(Psn),
+    /// PSN sequence error: the responder expects `expected`, an earlier
+    /// PSN, which the NAK names (IBA 9.7.5.2.2). `ack_before`, of a
+    /// responder's own NAK: the PSN before `expected` ended a SEND or
+    /// WRITE, which an ACK may name too. A READ's or an atomic's is
+    /// answered by its data alone: rxe's requester takes a plain ACK at
+    /// the PSN of a one-packet READ or of an atomic for its completion,
+    /// with no data.
+    Sequence {
+        expected: Psn,
+        ack_before: bool,
+    },
     InvalidRequest,
     RemoteAccess,
     RemoteOperation,
@@ -261,7 +269,7 @@ impl Nak {
     pub(crate) fn syndrome(self) -> u8 {
         match self {
             Self::Rnr(timer) => 0x20 | (timer & 0x1f),
-            Self::Sequence(_) => 0x60,
+            Self::Sequence { .. } => 0x60,
             Self::InvalidRequest => 0x61,
             Self::RemoteAccess => 0x62,
             Self::RemoteOperation => 0x63,
@@ -274,8 +282,8 @@ impl Response {
     /// received, if it keeps one.
     pub(crate) fn nak_counter(&self, sent: bool) -> Option<Counter> {
         Some(match (self, sent) {
-            (Self::Nak(Nak::Sequence(_)), true) => Counter::WireSequenceNaksSent,
-            (Self::Nak(Nak::Sequence(_)), false) => Counter::WireSequenceNaksReceived,
+            (Self::Nak(Nak::Sequence { .. }), true) => Counter::WireSequenceNaksSent,
+            (Self::Nak(Nak::Sequence { .. }), false) => Counter::WireSequenceNaksReceived,
             (Self::Nak(Nak::Rnr(_)), true) => Counter::WireRnrNaksSent,
             (Self::Nak(Nak::Rnr(_)), false) => Counter::WireRnrNaksReceived,
             _ => return None,
@@ -295,7 +303,10 @@ impl Response {
         Some(match syndrome >> 5 {
             1 => Self::Nak(Nak::Rnr(code)),
             3 => Self::Nak(match code {
-                0 => Nak::Sequence(psn),
+                0 => Nak::Sequence {
+                    expected: psn,
+                    ack_before: false,
+                },
                 // An invalid request, or an invalid RD request.
                 1 | 4 => Nak::InvalidRequest,
                 2 => Nak::RemoteAccess,

@@ -267,6 +267,9 @@ fn judge<'r>(
     if !req.opcode.consumes_recv() {
         if fresh {
             d.resp_psn = req.psn.add(req.span);
+            if req.opcode.answers_with_data() {
+                d.resp_after_data = Some(d.resp_psn);
+            }
         }
         return Verdict::Execute(None);
     }
@@ -321,7 +324,10 @@ pub(super) fn out_of_sequence(d: &mut QpInner) -> Option<Nak> {
     if core::mem::replace(&mut d.sequence_naked, true) {
         return None;
     }
-    Some(Nak::Sequence(d.resp_psn))
+    Some(Nak::Sequence {
+        expected: d.resp_psn,
+        ack_before: d.resp_after_data != Some(d.resp_psn),
+    })
 }
 
 /// Notes that the responder whose lock `d` is took the packet it expects:

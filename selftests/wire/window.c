@@ -46,6 +46,14 @@
  * would never ask for the rest. For a responder that answers a READ
  * asked for from its middle with a FIRST packet (rsoft), not a MIDDLE
  * one (rxe).
+ *
+ * window DEV0 GIDX0 DEV1 GIDX1 readack: instead, DEV0 posts a READ of one
+ * packet and two WRITEs after it as one list, while the test script
+ * holds back the READ's response and the first WRITE: the second WRITE
+ * comes first, and the responder NAKs the gap it leaves. The READ's data
+ * and the WRITEs' are checked. A responder that also ACKed the PSN before
+ * the gap, the READ's, had rxe's requester complete the READ with no
+ * data; the test script counts such ACKs.
  */
 #include <string.h>
 #include <unistd.h>
@@ -174,6 +182,42 @@ static int batch(struct side *a, struct side *b, enum ibv_wr_opcode op,
 	return *(uint64_t *)(b->buf + WORD) == BATCH ? 0 : -1;
 }
 
+/*
+ * A READ of SMALL bytes from @b's SRC to @a's DST and two WRITEs of SMALL
+ * bytes from @a's SRC + SMALL to @b's DST + SMALL, as one list; 0 when
+ * all completed with their data.
+ */
+static int read_then_writes(struct side *a, struct side *b, int seed)
+{
+	struct ibv_send_wr wr[3] = {}, *bad;
+	struct ibv_sge sge[3];
+
+	memset(a->buf, 0, MEM);
+	memset(b->buf, 0, MEM);
+	fill(b->buf + SRC, SMALL, seed);
+	fill(a->buf + SRC + SMALL, 2 * SMALL, seed + 1);
+	for (int i = 0; i < 3; i++) {
+		size_t here = (i ? SRC : DST) + i * SMALL;
+		size_t there = (i ? DST : SRC) + i * SMALL;
+
+		sge[i] = (struct ibv_sge){ (uintptr_t)(a->buf + here), SMALL,
+					   a->mr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = i, .sg_list = &sge[i], .num_sge = 1,
+			.opcode = i ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+			.send_flags = IBV_SEND_SIGNALED,
+			.next = i < 2 ? &wr[i + 1] : NULL,
+		};
+		wr[i].wr.rdma.remote_addr = (uintptr_t)(b->buf + there);
+		wr[i].wr.rdma.rkey = b->mr->rkey;
+	}
+	if (ibv_post_send(a->qp, wr, &bad) || all_completed(a->cq, 3))
+		return -1;
+	if (memcmp(b->buf + SRC, a->buf + DST, SMALL))
+		return -1;
+	return memcmp(a->buf + SRC + SMALL, b->buf + DST + SMALL, 2 * SMALL) ? -1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct { enum ibv_wr_opcode op; const char *name; } ops[N_OPS] = {
@@ -186,13 +230,13 @@ int main(int argc, char **argv)
 	const char *mode = argc == 6 ? argv[5] : "";
 	int rnr = !strcmp(mode, "rnr"), longread = !strcmp(mode, "readgaplong");
 	int gap = longread || !strcmp(mode, "readgap");
-	int atomics = !strcmp(mode, "atomics");
+	int atomics = !strcmp(mode, "atomics"), readack = !strcmp(mode, "readack");
 	/* The ops run each way (from direction @from on), ops[@op, @end). */
 	int from = gap, op = gap ? 2 : atomics ? 3 : 0;
 	int end = rnr ? 1 : gap ? 3 : N_OPS;
 	int failed = 0, seed = 0;
 
-	if (argc == 6 && !rnr && !gap && !atomics) {
+	if (argc == 6 && !rnr && !gap && !atomics && !readack) {
 		fprintf(stderr, "%s: unknown mode %s\n", argv[0], mode);
 		return 1;
 	}
@@ -203,6 +247,14 @@ int main(int argc, char **argv)
 	if (sides_open(s, argc - (argc == 6), argv, MEM, BATCH, START_PSN, 4,
 		       gap ? 0 : atomics ? 16 : 18))
 		return 1;
+	if (readack) {
+		int bad = read_then_writes(&s[0], &s[1], ++seed);
+
+		printf("# a READ and two WRITEs %s -> %s, one list, the first WRITE late: %s\n",
+		       argv[1], argv[3], bad ? "FAILED" : "data intact");
+		failed += bad != 0;
+		from = 2;
+	}
 	for (int d = from; d < 2; d++)
 		for (int o = op; o < end; o++) {
 			int read = ops[o].op == IBV_WR_RDMA_READ;
