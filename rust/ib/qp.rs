@@ -281,6 +281,8 @@ pub(crate) struct QpQuery {
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,
     pub(crate) qkey: u32,
+    /// In SQD, the send queue has not drained yet (IBA 11.2.5.3).
+    pub(crate) sq_draining: bool,
 }
 
 type QpObject<Q> = CoreObject<bindings::ib_qp, Q>;
@@ -483,6 +485,7 @@ impl<Q: QpOps> QpAdapter<Q> {
                 attr.max_rd_atomic = q.max_rd_atomic;
                 attr.max_dest_rd_atomic = q.max_dest_rd_atomic;
                 attr.qkey = q.qkey;
+                attr.sq_draining = u8::from(q.sq_draining);
                 attr.port_num = 1;
                 let roce =
                     DeviceObject::<Q::Device>::data((*qp).device).link_layer == LinkLayer::Ethernet;

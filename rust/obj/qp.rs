@@ -541,6 +541,7 @@ impl QpUse {
             sq_sig_all: self.0.sq_sig_all,
             sq_psn: inner.req_psn.into(),
             rq_psn: inner.resp_psn.into(),
+            sq_draining: inner.sq_draining,
             ..inner.attr
         }
     }
