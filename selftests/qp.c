@@ -511,7 +511,8 @@ TEST_F(qp, send_queue_drains_receive_side_runs)
  * A SEND that left before SQD and waits for a receive (RNR, rnr_retry 7)
  * is in flight: the send queue has not drained until it completes, which
  * it does in SQD once b posts a receive; SQ_DRAINED comes once its
- * completion is on the CQ, once. ibv_query_qp says sq_draining until then.
+ * completion is on the CQ, once. ibv_query_qp says sq_draining until then,
+ * and a move back to RTS is refused until then (IBA 10.3.1; rxe's EINVAL).
  */
 TEST_F(qp, send_queue_drains_a_send_in_flight)
 {
@@ -525,6 +526,8 @@ TEST_F(qp, send_queue_drains_a_send_in_flight)
 	ASSERT_EQ(-1, wait_async(lb->ctx, &ev, 200))
 		TH_LOG("drained with a SEND in flight");
 	EXPECT_EQ(1, sq_draining(lb->a));
+	EXPECT_EQ(EINVAL, set_qp_state(lb->a, IBV_QPS_RTS));
+	EXPECT_EQ(IBV_QPS_SQD, qp_state(lb->a));
 	ASSERT_EQ(0, post_recv(lb, lb->b, 2, 4096, 64));
 	ASSERT_EQ(0, wait_async(lb->ctx, &ev, 5000)) TH_LOG("no SQ drained event");
 	EXPECT_EQ(IBV_EVENT_SQ_DRAINED, ev.event_type);
@@ -532,6 +535,7 @@ TEST_F(qp, send_queue_drains_a_send_in_flight)
 	ibv_ack_async_event(&ev);
 	EXPECT_EQ(0, sq_draining(lb->a));
 	EXPECT_EQ(IBV_QPS_SQD, qp_state(lb->a));
+	EXPECT_EQ(0, set_qp_state(lb->a, IBV_QPS_RTS));
 	ASSERT_EQ(1, poll_one(lb->scq, &wc)) TH_LOG("drained before the SEND completed");
 	EXPECT_EQ(1, wc.wr_id);
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);

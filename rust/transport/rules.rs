@@ -163,11 +163,16 @@ fn unset_or<T>(v: Option<T>, ok: impl FnOnce(T) -> bool) -> bool {
 }
 
 /// Checks a modify of a QP in state `current` on a device whose port is
-/// `link`: EINVAL unless every attribute it sets is one its QP type may
-/// set now, with a value the device takes.
-pub(crate) fn check_modify(link: &Link, current: QpState, m: &QpModify) -> Result {
+/// `link`, whose send queue is `draining` in SQD: EINVAL unless every
+/// attribute it sets is one its QP type may set now, with a value the
+/// device takes.
+pub(crate) fn check_modify(link: &Link, current: QpState, draining: bool, m: &QpModify) -> Result {
     let at_most = |v: Option<u8>, max: u32| unset_or(v, |v| u32::from(v) <= max);
     let ok = m.valid_from(current)
+        // Back to RTS, or SQD again with new attributes, only once the
+        // send queue drained (IBA 10.3.1), as rxe has it; to ERR or RESET
+        // at any time.
+        && !(draining && matches!(m.state, Some(QpState::Rts | QpState::Sqd)))
         // A consumer that believes the QP is elsewhere acts on a stale view.
         && unset_or(m.cur_state, |s| s == current)
         && unset_or(m.pkey_index, |i| i < limits::PKEY_TABLE_LEN)

@@ -54,7 +54,7 @@ impl ib::QpOps for Qp {
         let qp = self.shared.enter().ok_or(EINVAL)?;
         {
             let mut inner = qp.inner.lock();
-            transport::check_modify(&dev.net.link, inner.state, m)?;
+            transport::check_modify(&dev.net.link, inner.state, inner.sq_draining, m)?;
             inner.apply(m);
             if m.state == Some(QpState::Error) {
                 qp.enter_error(&mut inner);
