@@ -910,6 +910,46 @@ TEST_F(qp, uc_drops_silently)
 	EXPECT_EQ(0, ibv_destroy_qp(b));
 }
 
+/*
+ * UC: a receive whose MR went after it was posted is not left at the front
+ * for good, which had every later SEND dropped while b said RTS: it
+ * completes LOC_PROT_ERR and b goes to ERR, as rxe has it. a's SEND
+ * succeeds, as UC's always do.
+ */
+TEST_F(qp, uc_receive_with_bad_mr_fails)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp_init_attr init = {
+		.send_cq = lb->scq, .recv_cq = lb->rcq,
+		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_UC,
+	};
+	struct ibv_qp *a = ibv_create_qp(lb->pd, &init);
+	struct ibv_qp *b = ibv_create_qp(lb->pd, &init);
+	struct ibv_mr *mr = ibv_reg_mr(lb->pd, lb->buf + 4096, 64, IBV_ACCESS_LOCAL_WRITE);
+	struct ibv_sge sge = { (uintptr_t)lb->buf + 4096, 64, mr ? mr->lkey : 0 };
+	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *bad;
+	struct ibv_wc wc;
+
+	ASSERT_NE(NULL, a);
+	ASSERT_NE(NULL, b);
+	ASSERT_NE(NULL, mr);
+	ASSERT_EQ(0, rsoft_connect(a, 1, b->qp_num));
+	ASSERT_EQ(0, rsoft_connect(b, 1, a->qp_num));
+	ASSERT_EQ(0, ibv_post_recv(b, &wr, &bad));
+	ASSERT_EQ(0, ibv_dereg_mr(mr));
+	ASSERT_EQ(0, post_send(lb, a, 1, 0, 8));
+	ASSERT_EQ(1, poll_one(lb->scq, &wc));
+	EXPECT_EQ(1, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_one(lb->rcq, &wc)) TH_LOG("the receive stayed posted");
+	EXPECT_EQ(2, wc.wr_id);
+	EXPECT_EQ(IBV_WC_LOC_PROT_ERR, wc.status);
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(b));
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(a));
+	EXPECT_EQ(0, ibv_destroy_qp(a));
+	EXPECT_EQ(0, ibv_destroy_qp(b));
+}
+
 /* SEND_WITH_INV, REG_MR and LOCAL_INV are RC's: a UC QP refuses it. */
 TEST_F(qp, uc_refuses_send_with_inv)
 {

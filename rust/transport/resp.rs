@@ -98,7 +98,8 @@ pub(crate) fn receive(
             if let Some((recv, status)) = recv {
                 complete_recv(port, dest, recv, req, status, 0, after);
             }
-            Some(Response::Nak(nak))
+            // UC's requester hears nothing of it.
+            rules::acknowledged(dest.qp_type).then_some(Response::Nak(nak))
         }
         Verdict::Execute(recv) => match execute(port, dest, req, recv, pace, after) {
             // Destroyed during the copy, it answers nothing, as a host
@@ -289,7 +290,12 @@ fn judge<'r>(
             }
             Ok(_) => None,
         };
-        (!(uc && refusal.is_some()), refusal)
+        // UC leaves a receive too small where it is (the message is
+        // dropped: IBA's class D), but takes one whose buffers are bad, to
+        // fail it and the QP (class A), as a UC message of several packets
+        // fails it and as rxe does.
+        let short = matches!(refusal, Some((Nak::InvalidRequest, _)));
+        (!(uc && short), refusal)
     });
     // SEND_WITH_INV: the key names a fast-registration MR of the responder
     // (only kernel consumers have any), invalidated as the send is taken.

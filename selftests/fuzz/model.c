@@ -426,10 +426,12 @@ static int run_one(struct lane *l, int s, const struct mwr *w)
 		room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey,
 				0, 1, 0);
 		if (room < 0 || room < len) {
-			if (!rc)
+			if (!rc && room >= 0)
 				goto sent;	/* UC: dropped, receive stays */
 			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, to);
 			model_qp_error(l, to);
+			if (!rc)
+				goto sent;	/* UC: the sender never knows */
 			fail_send(l, s, w, room < 0 ? IBV_WC_REM_OP_ERR :
 				  IBV_WC_REM_INV_REQ_ERR);
 			return 1;
