@@ -291,10 +291,13 @@ lost_atomic_answers() {
 # RDMA WRITE ONLY (0x0a) with PSN 0xffffe1 (the second request of
 # window.c's readack) are 20 ms late, and every ACK or NAK (0x11) with
 # PSN 0xffffe0 (the READ's) goes through band 1:3. "off" leaves the
-# number of those in read_acks.
+# number of those in read_acks (empty if it cannot be read).
 late_read_first_write() {
 	if [[ $3 == off ]]; then
-		read_acks=$(($(band_sent "$1") + $(band_sent "$2" "$ns")))
+		local here there
+		here=$(band_sent "$1") there=$(band_sent "$2" "$ns")
+		read_acks=
+		[[ -n $here && -n $there ]] && read_acks=$((here + there))
 		shape "$1" "$2" off
 		return
 	fi

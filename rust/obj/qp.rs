@@ -541,7 +541,8 @@ impl QpUse {
             sq_sig_all: self.0.sq_sig_all,
             sq_psn: inner.req_psn.into(),
             rq_psn: inner.resp_psn.into(),
-            sq_draining: inner.sq_draining,
+            // An error in SQD leaves the flag, which only SQD reads.
+            sq_draining: inner.state == QpState::Sqd && inner.sq_draining,
             ..inner.attr
         }
     }

@@ -236,8 +236,8 @@ pub(crate) enum Nak {
     /// responder's own NAK: the PSN before `expected` ended a SEND or
     /// WRITE, which an ACK may name too. A READ's or an atomic's is
     /// answered by its data alone: rxe's requester takes a plain ACK at
-    /// the PSN of a one-packet READ or of an atomic for its completion,
-    /// with no data.
+    /// the last PSN of a READ none of whose response came, or at an
+    /// atomic's, for its completion, with no data.
     Sequence {
         expected: Psn,
         ack_before: bool,

@@ -180,7 +180,8 @@ fn remote_ok(
 
 /// Decides, under the responder's lock, what `req`, a message's first
 /// packet, comes to at `dest`. On UC, which answers nothing, whatever the
-/// responder would refuse is dropped and takes no receive.
+/// responder would refuse is dropped and takes no receive, but for a
+/// receive whose buffers are bad, which fails with the QP.
 fn judge<'r>(
     port: &Net,
     dest: &QpUse,
@@ -294,7 +295,7 @@ fn judge<'r>(
         // dropped: IBA's class D), but takes one whose buffers are bad, to
         // fail it and the QP (class A), as a UC message of several packets
         // fails it and as rxe does.
-        let short = matches!(refusal, Some((Nak::InvalidRequest, _)));
+        let short = matches!(refusal, Some((_, WcStatus::LocalLength)));
         (!(uc && short), refusal)
     });
     // SEND_WITH_INV: the key names a fast-registration MR of the responder

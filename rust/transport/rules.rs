@@ -170,8 +170,9 @@ pub(crate) fn check_modify(link: &Link, current: QpState, draining: bool, m: &Qp
     let at_most = |v: Option<u8>, max: u32| unset_or(v, |v| u32::from(v) <= max);
     let ok = m.valid_from(current)
         // Back to RTS, or SQD again with new attributes, only once the
-        // send queue drained (IBA 10.3.1), as rxe has it; to ERR or RESET
-        // at any time.
+        // send queue drained (IBA 10.3.1), as rxe has it; to ERR at any
+        // time, and to RESET, which rxe refuses too but IBA allows from
+        // every state.
         && !(draining && matches!(m.state, Some(QpState::Rts | QpState::Sqd)))
         // A consumer that believes the QP is elsewhere acts on a stale view.
         && unset_or(m.cur_state, |s| s == current)
