@@ -2,7 +2,8 @@
 /*
  * Shared receive queues on rsoft0: sizes, receives shared by two QPs in
  * posting order, the limit event, a sender waiting (RNR) on an empty SRQ,
- * and what an errored QP does not take with it.
+ * what an errored QP does not take with it, and a UC message too long
+ * for an SRQ receive.
  */
 #include <errno.h>
 
@@ -254,3 +255,44 @@ TEST_F(srq, last_wqe_reached_after_receive_in_flight)
 }
 
 TEST_HARNESS_MAIN
+
+/*
+ * UC on an SRQ: a SEND too long for the receive it takes loses that
+ * receive, which cannot go back to the SRQ: it completes REM_INV_REQ_ERR
+ * and the QP goes on (IBA's class E, as rxe); the sender never knows.
+ */
+TEST_F(srq, uc_message_too_long_fails_its_receive_alone)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp_init_attr init = {
+		.send_cq = lb->scq, .recv_cq = lb->rcq,
+		.cap = { .max_send_wr = 4, .max_send_sge = 1 },
+		.qp_type = IBV_QPT_UC,
+	};
+	struct ibv_qp *e = ibv_create_qp(lb->pd, &init), *f;
+	struct ibv_wc wc;
+
+	init.srq = self->srq;
+	f = ibv_create_qp(lb->pd, &init);
+	ASSERT_NE(NULL, e);
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, rsoft_connect(e, 1, f->qp_num));
+	ASSERT_EQ(0, rsoft_connect(f, 1, e->qp_num));
+	ASSERT_EQ(0, post_srq(lb, self->srq, 7, 4096, 16));
+	ASSERT_EQ(0, post_send(lb, e, 1, 0, 64));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 5));
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	ASSERT_EQ(1, poll_wait(lb->rcq, &wc, 5)) TH_LOG("the receive stayed posted");
+	EXPECT_EQ(7, wc.wr_id);
+	EXPECT_EQ(IBV_WC_REM_INV_REQ_ERR, wc.status);
+	EXPECT_EQ(f->qp_num, wc.qp_num);
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(f));
+	ASSERT_EQ(0, post_srq(lb, self->srq, 8, 4096, 64));
+	ASSERT_EQ(0, post_send(lb, e, 2, 0, 64));
+	ASSERT_EQ(1, poll_wait(lb->scq, &wc, 5));
+	ASSERT_EQ(1, poll_wait(lb->rcq, &wc, 5));
+	EXPECT_EQ(8, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(0, ibv_destroy_qp(e));
+	EXPECT_EQ(0, ibv_destroy_qp(f));
+}

@@ -291,12 +291,13 @@ fn judge<'r>(
             }
             Ok(_) => None,
         };
-        // UC leaves a receive too small where it is (the message is
-        // dropped: IBA's class D), but takes one whose buffers are bad, to
-        // fail it and the QP (class A), as a UC message of several packets
-        // fails it and as rxe does.
+        // UC leaves its own receive too small where it is (the message is
+        // dropped: IBA's class D), but takes an SRQ's, which cannot go
+        // back, to fail it alone (class E), and one whose buffers are bad,
+        // to fail it and the QP (class A), as it does for a message of
+        // several packets and as rxe does.
         let short = matches!(refusal, Some((_, WcStatus::LocalLength)));
-        (!(uc && short), refusal)
+        (!(uc && short && dest.srq.is_none()), refusal)
     });
     // SEND_WITH_INV: the key names a fast-registration MR of the responder
     // (only kernel consumers have any), invalidated as the send is taken.
@@ -315,6 +316,10 @@ fn judge<'r>(
         }
         // A receive taken is completed whatever the QP type.
         (Some(_), None) if uc => Verdict::Drop,
+        (Some((_, WcStatus::LocalLength)), Some(recv)) if uc => {
+            lose_srq_receive(port, dest, d, &recv.wqe, after);
+            Verdict::Drop
+        }
         (Some((nak @ Nak::Rnr(_), _)), _) => Verdict::Nak(nak, None),
         (Some((nak, status)), recv) => {
             d.resp_psn = req.psn.next();
@@ -470,6 +475,23 @@ fn perform(
             .executed(req.opcode.counter(), req.opcode.consumes_recv(), req.len);
     }
     (response, status)
+}
+
+/// UC loses a message that the receive `wqe` it took from the SRQ of
+/// `dest` (whose lock `d` is) cannot hold: the receive, which cannot go
+/// back to the SRQ, completes REM_INV_REQ_ERR while the QP stays ready
+/// (IBA's class E, as rxe).
+pub(super) fn lose_srq_receive(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    wqe: &Wqe,
+    after: &mut After,
+) {
+    let wc = failed_wc(dest, wqe, WcStatus::RemoteInvalidRequest);
+    if complete::push_going_on(port, dest.recv_cq(), wc, false, after) {
+        error_locked(dest, d, after);
+    }
 }
 
 /// Completes a receive of `dest` under its lock `d`; a completion that

@@ -426,8 +426,13 @@ static int run_one(struct lane *l, int s, const struct mwr *w)
 		room = sges_len(&l->bm, recv->sge, recv->num_sge, l->bmr->lkey,
 				0, 1, 0);
 		if (room < 0 || room < len) {
-			if (!rc && room >= 0)
+			if (!rc && room >= 0 && !l->srq)
 				goto sent;	/* UC: dropped, receive stays */
+			if (!rc && room >= 0) {
+				/* UC: an SRQ's receive fails alone */
+				fail_recv(l, IBV_WC_REM_INV_REQ_ERR, to);
+				goto sent;
+			}
 			fail_recv(l, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, to);
 			model_qp_error(l, to);
 			if (!rc)

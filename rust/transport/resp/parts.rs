@@ -9,11 +9,11 @@
 //! most an MTU and is placed under the responder's lock.
 
 use super::{
-    carries, complete_locked, error_locked, failed_wc, in_sequence, is_from_peer, out_of_sequence,
-    receive_at, recv_wc, Recv,
+    carries, complete_locked, failed_wc, in_sequence, is_from_peer, lose_srq_receive,
+    out_of_sequence, receive_at, recv_wc, Recv,
 };
 use crate::{
-    complete::{self, After},
+    complete::After,
     copy::Pace,
     counters::Counter,
     ib::{SendOp, WcStatus},
@@ -353,8 +353,5 @@ fn lose(port: &Net, dest: &QpUse, d: &mut QpInner, recv: Taken, after: &mut Afte
         d.kept = Some(recv);
         return;
     }
-    let wc = failed_wc(dest, &recv.wqe, WcStatus::RemoteInvalidRequest);
-    if complete::push_going_on(port, dest.recv_cq(), wc, false, after) {
-        error_locked(dest, d, after);
-    }
+    lose_srq_receive(port, dest, d, &recv.wqe, after);
 }
