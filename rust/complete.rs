@@ -78,7 +78,8 @@ pub(crate) fn push(
 /// Pushes `wc` to `cq` and counts it, as [`push`] does, but returns only
 /// whether the CQ could not take it: a QP whose completion in error is
 /// pushed so goes on. The one exception to [`push`]'s rule is IBA's class
-/// E error: an SRQ's receive that a UC message which lost a packet took.
+/// E error: an SRQ's receive that a UC message which lost a packet, or
+/// did not fit, took.
 pub(crate) fn push_going_on(
     net: &Net,
     cq: &CqRef<RsoftCq>,

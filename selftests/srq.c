@@ -254,8 +254,6 @@ TEST_F(srq, last_wqe_reached_after_receive_in_flight)
 	EXPECT_EQ(0, long_send_end(&ls));
 }
 
-TEST_HARNESS_MAIN
-
 /*
  * UC on an SRQ: a SEND too long for the receive it takes loses that
  * receive, which cannot go back to the SRQ: it completes REM_INV_REQ_ERR
@@ -296,3 +294,5 @@ TEST_F(srq, uc_message_too_long_fails_its_receive_alone)
 	EXPECT_EQ(0, ibv_destroy_qp(e));
 	EXPECT_EQ(0, ibv_destroy_qp(f));
 }
+
+TEST_HARNESS_MAIN

@@ -181,7 +181,8 @@ fn remote_ok(
 /// Decides, under the responder's lock, what `req`, a message's first
 /// packet, comes to at `dest`. On UC, which answers nothing, whatever the
 /// responder would refuse is dropped and takes no receive, but for a
-/// receive whose buffers are bad, which fails with the QP.
+/// receive whose buffers are bad, which fails with the QP, and an SRQ's
+/// receive too small for the message, which fails alone.
 fn judge<'r>(
     port: &Net,
     dest: &QpUse,
