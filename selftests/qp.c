@@ -879,22 +879,36 @@ TEST_F(qp, rereg_mr_access)
 	EXPECT_EQ(0, ibv_dereg_mr(mr));
 }
 
-/* UC: what the responder cannot take is dropped; the sender never knows. */
-TEST_F(qp, uc_drops_silently)
+/* A UC QP on lb's CQs and PD, not yet connected. */
+static struct ibv_qp *uc_qp(struct loopback *lb)
 {
-	struct loopback *lb = &self->lb;
 	struct ibv_qp_init_attr init = {
 		.send_cq = lb->scq, .recv_cq = lb->rcq,
 		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_UC,
 	};
-	struct ibv_qp *a = ibv_create_qp(lb->pd, &init);
-	struct ibv_qp *b = ibv_create_qp(lb->pd, &init);
+
+	return ibv_create_qp(lb->pd, &init);
+}
+
+/* Two UC QPs connected to each other: 0, or why not. */
+static int uc_pair(struct loopback *lb, struct ibv_qp **a, struct ibv_qp **b)
+{
+	*a = uc_qp(lb);
+	*b = uc_qp(lb);
+	if (!*a || !*b)
+		return errno ? errno : ENOMEM;
+	return rsoft_connect(*a, 1, (*b)->qp_num) ?:
+	       rsoft_connect(*b, 1, (*a)->qp_num);
+}
+
+/* UC: what the responder cannot take is dropped; the sender never knows. */
+TEST_F(qp, uc_drops_silently)
+{
+	struct loopback *lb = &self->lb;
+	struct ibv_qp *a, *b;
 	struct ibv_wc wc;
 
-	ASSERT_NE(NULL, a);
-	ASSERT_NE(NULL, b);
-	ASSERT_EQ(0, rsoft_connect(a, 1, b->qp_num));
-	ASSERT_EQ(0, rsoft_connect(b, 1, a->qp_num));
+	ASSERT_EQ(0, uc_pair(lb, &a, &b));
 	ASSERT_EQ(0, post_send(lb, a, 1, 0, 8));	/* no receive posted */
 	ASSERT_EQ(1, poll_one(lb->scq, &wc));
 	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
@@ -919,22 +933,14 @@ TEST_F(qp, uc_drops_silently)
 TEST_F(qp, uc_receive_with_bad_mr_fails)
 {
 	struct loopback *lb = &self->lb;
-	struct ibv_qp_init_attr init = {
-		.send_cq = lb->scq, .recv_cq = lb->rcq,
-		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_UC,
-	};
-	struct ibv_qp *a = ibv_create_qp(lb->pd, &init);
-	struct ibv_qp *b = ibv_create_qp(lb->pd, &init);
+	struct ibv_qp *a, *b;
 	struct ibv_mr *mr = ibv_reg_mr(lb->pd, lb->buf + 4096, 64, IBV_ACCESS_LOCAL_WRITE);
 	struct ibv_sge sge = { (uintptr_t)lb->buf + 4096, 64, mr ? mr->lkey : 0 };
 	struct ibv_recv_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *bad;
 	struct ibv_wc wc;
 
-	ASSERT_NE(NULL, a);
-	ASSERT_NE(NULL, b);
 	ASSERT_NE(NULL, mr);
-	ASSERT_EQ(0, rsoft_connect(a, 1, b->qp_num));
-	ASSERT_EQ(0, rsoft_connect(b, 1, a->qp_num));
+	ASSERT_EQ(0, uc_pair(lb, &a, &b));
 	ASSERT_EQ(0, ibv_post_recv(b, &wr, &bad));
 	ASSERT_EQ(0, ibv_dereg_mr(mr));
 	ASSERT_EQ(0, post_send(lb, a, 1, 0, 8));
@@ -954,11 +960,7 @@ TEST_F(qp, uc_receive_with_bad_mr_fails)
 TEST_F(qp, uc_refuses_send_with_inv)
 {
 	struct loopback *lb = &self->lb;
-	struct ibv_qp_init_attr init = {
-		.send_cq = lb->scq, .recv_cq = lb->rcq,
-		.cap = { 4, 4, 1, 1 }, .qp_type = IBV_QPT_UC,
-	};
-	struct ibv_qp *a = ibv_create_qp(lb->pd, &init);
+	struct ibv_qp *a = uc_qp(lb);
 	struct ibv_sge sge = { (uintptr_t)lb->buf, 8, lb->mr->lkey };
 	struct ibv_send_wr wr = {
 		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND_WITH_INV,
