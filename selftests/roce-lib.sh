@@ -279,6 +279,22 @@ late_seq_naks() {
 		match u8 0x11 0xff at 28 match u8 0x60 0xff at 40 -- 2
 }
 
+# lost_twice D0 D1 on|off: on the veth between D0 here and D1 in $ns, the
+# first two RC SEND ONLY packets (BTH opcode 0x04) with PSN 0xffffe1 (the
+# second SEND of window.c's first batch) that leave each end are lost, and
+# the rest pass: the packet and the first time it is sent again. Two netem
+# qdiscs, one inside the other, each lose the first packet they see.
+lost_twice() {
+	local once="loss state 100% 0% 100% 0% 0%" d n=()
+	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
+	shape "$1" "$2" 1 "$once" \
+		match u8 0x04 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2 || return
+	for d in "$1" "$2"; do
+		[[ $d == "$2" ]] && n=(ip netns exec "$ns")
+		"${n[@]}" tc qdisc add dev "$d" parent 2:1 handle 3: netem $once || return
+	done
+}
+
 # lost_atomic_answers D0 D1 on|off: 15% of the atomic answers (BTH opcode
 # 0x12) on the veth between D0 here and D1 in $ns are lost.
 lost_atomic_answers() {
@@ -369,8 +385,10 @@ uc_loss() {
 # packet of each READ's response lost and no local ACK timeout; from an
 # rsoft D0 also a READ longer than the PSNs a requester notes. Then, from
 # an rxe D0, a READ and two WRITEs, the READ's response and the first
-# WRITE late: D1 NAKs the gap and ACKs no READ's PSN. Then 32 fetch-and-adds
-# each way with 15% of their answers lost.
+# WRITE late: D1 NAKs the gap and ACKs no READ's PSN. Between two rsoft
+# links, the batches again with one SEND lost twice: NAKed both times, no
+# local ACK timeout. Then 32 fetch-and-adds each way with 15% of their
+# answers lost.
 window() {
 	local links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -405,6 +423,17 @@ window() {
 			"a READ and two WRITEs $1 -> $3, the first WRITE late: data intact" "$@"
 		check "... $3 NAKed the gap after the READ without an ACK of the READ's PSN (sent ${read_acks:-?})" \
 			test "${read_acks:-1}" -eq 0
+	fi
+	# A request lost again when sent after a sequence-error NAK: the
+	# responder NAKs it again, where silence left the requester to its
+	# local ACK timeout (about 1 s here). rxe's responder keeps silent.
+	if [[ $1 == rsoft* && $3 == rsoft* ]]; then
+		before=("$(counter "$1" local_ack_timeouts)" "$(counter "$3" local_ack_timeouts)")
+		shaped_window lost_twice "a SEND lost, and lost again when sent again" "" \
+			"RC requests $1 <-> $3, one SEND lost twice: data intact" "$@"
+		l=$(($(counter "$1" local_ack_timeouts) - before[0] +
+			$(counter "$3" local_ack_timeouts) - before[1]))
+		check "... the second loss NAKed again: no local ACK timeout ($l)" test $l -eq 0
 	fi
 	# An atomic asked for again after those behind it ran: one result kept
 	# (the newest) left it unanswered until RETRY_EXC.

@@ -101,9 +101,10 @@ pub(crate) struct QpInner {
     pub(crate) resp_after_data: Option<Psn>,
     /// Moved to SQD, the QP has not yet said that its send queue drained.
     pub(crate) sq_draining: bool,
-    /// The responder NAKed a packet ahead of `resp_psn`, and has seen
-    /// none at it since: one NAK per gap, not one per packet after it.
-    pub(crate) sequence_naked: bool,
+    /// The responder NAKed a packet ahead of `resp_psn`, this one the
+    /// latest, and has seen none at `resp_psn` since: one NAK per gap and
+    /// round of the requester, not one per packet after it.
+    pub(crate) sequence_naked: Option<Psn>,
     /// The message of several packets the responder is in the middle of.
     pub(crate) inbound: Option<Inbound>,
     /// The receive of a UC message that lost a packet, on a QP without an
@@ -286,7 +287,7 @@ impl QpShared {
             window: Window::default(),
             resp_psn: Psn::default(),
             resp_after_data: None,
-            sequence_naked: false,
+            sequence_naked: None,
             sq_draining: false,
             atomics: AtomicResults::new()?,
             replies: Replies::new()?,
@@ -453,7 +454,7 @@ impl QpInner {
         if let Some(psn) = m.rq_psn {
             self.resp_psn = Psn::new(psn);
             self.resp_after_data = None;
-            self.sequence_naked = false;
+            self.sequence_naked = None;
             self.atomics.clear();
         }
         if let Some(next) = m.state {

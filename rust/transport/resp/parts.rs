@@ -142,7 +142,7 @@ pub(super) fn go_on(
             abandon(port, dest, &mut d, after);
             return None;
         }
-        Sequence::Ahead => return out_of_sequence(&mut d).map(Response::Nak),
+        Sequence::Ahead => return out_of_sequence(&mut d, req.psn).map(Response::Nak),
         Sequence::Duplicate => {
             port.counters.add(Counter::WireDuplicates, 1);
             return Some(Response::Ack);
