@@ -101,9 +101,9 @@ pub(crate) struct QpInner {
     pub(crate) resp_after_data: Option<Psn>,
     /// Moved to SQD, the QP has not yet said that its send queue drained.
     pub(crate) sq_draining: bool,
-    /// The responder NAKed a packet ahead of `resp_psn`, this one the
-    /// latest, and has seen none at `resp_psn` since: one NAK per gap and
-    /// round of the requester, not one per packet after it.
+    /// The PSN of the packet ahead of `resp_psn` that the responder NAKed
+    /// last; `None` once one at `resp_psn` comes or `rq_psn` is set: one
+    /// NAK per gap and round of the requester, not one per packet.
     pub(crate) sequence_naked: Option<Psn>,
     /// The message of several packets the responder is in the middle of.
     pub(crate) inbound: Option<Inbound>,
