@@ -279,21 +279,38 @@ late_seq_naks() {
 		match u8 0x11 0xff at 28 match u8 0x60 0xff at 40 -- 2
 }
 
-# lost_twice D0 D1 on|off: on the veth between D0 here and D1 in $ns, the
-# first two RC SEND ONLY packets (BTH opcode 0x04) with PSN 0xffffe1 (the
-# second SEND of window.c's first batch) that leave each end are lost, and
-# the rest pass: the packet and the first time it is sent again. Two netem
-# qdiscs, one inside the other, each lose the first packet they see.
+# lost_twice D0 D1 on|off FILTERS...: on the veth between D0 here and D1 in
+# $ns, the first two packets that leave each end and match one of shape's
+# FILTERS (each "MATCH... -- 2") are lost, and the rest pass: a packet and
+# the first time it is sent again. Two netem qdiscs, one inside the other,
+# each lose the first packet they see.
 lost_twice() {
 	local once="loss state 100% 0% 100% 0% 0%" d n=()
 	[[ $3 == off ]] && { shape "$1" "$2" off; return; }
-	shape "$1" "$2" 1 "$once" \
-		match u8 0x04 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2 || return
+	shape "$1" "$2" 1 "$once" "${@:4}" || return
 	for d in "$1" "$2"; do
 		[[ $d == "$2" ]] && n=(ip netns exec "$ns")
 		"${n[@]}" tc qdisc add dev "$d" parent 2:1 handle 3: netem $once ||
 			{ shape "$1" "$2" off; return 1; }
 	done
+}
+
+# send_lost_twice D0 D1 on|off: lost_twice of the RC SEND ONLY packet (BTH
+# opcode 0x04) with PSN 0xffffe1, the second SEND of window.c's first batch.
+send_lost_twice() {
+	lost_twice "$@" match u8 0x04 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2
+}
+
+# read_middle_lost_twice D0 D1 on|off: lost_twice of the READ response
+# packets (MIDDLE, BTH opcode 0x0e; sent again, ONLY 0x10 from rsoft, LAST
+# 0x0f from rxe) with PSN 0x000021, the second of window.c's first READ
+# (the SENDs take PSNs 2^24 - 32 on, the WRITEs 0 to 31, the READs 32 on,
+# four each). The READ asked for again has that PSN too, and passes.
+read_middle_lost_twice() {
+	local psn=(match u32 0x000021 0xffffff at 36)
+	lost_twice "$@" match u8 0x0e 0xff at 28 "${psn[@]}" -- 2 \
+		match u8 0x0f 0xff at 28 "${psn[@]}" -- 2 \
+		match u8 0x10 0xff at 28 "${psn[@]}" -- 2
 }
 
 # lost_atomic_answers D0 D1 on|off: 15% of the atomic answers (BTH opcode
@@ -387,9 +404,10 @@ uc_loss() {
 # rsoft D0 also a READ longer than the PSNs a requester notes. Then, from
 # an rxe D0, a READ and two WRITEs, the READ's response and the first
 # WRITE late: D1 NAKs the gap and ACKs no READ's PSN. Between two rsoft
-# links, the batches again with one SEND lost twice: NAKed both times, no
-# local ACK timeout. Then 32 fetch-and-adds each way with 15% of their
-# answers lost.
+# links, the batches again with one SEND lost twice (NAKed both times),
+# and again with a READ response packet lost, and lost again when the
+# READ asks for it again: no local ACK timeout. Then 32 fetch-and-adds
+# each way with 15% of their answers lost.
 window() {
 	local links=() l before=() i
 	for l in "$1" "$3"; do [[ $l == rsoft* ]] && links+=("$l"); done
@@ -427,24 +445,43 @@ window() {
 	fi
 	# A request lost again when sent after a sequence-error NAK: the
 	# responder NAKs it again (two NAKs each way), where silence left the
-	# requester to its local ACK timeout (about 1 s here). Between rsoft
-	# links only: rxe's responder keeps silent, and rxe's requester acts
-	# on no second NAK.
+	# requester to its local ACK timeout (about 1 s here). A READ response
+	# packet lost, and its answer to the READ asked for again lost too: the
+	# requester asked twice. Between rsoft links only: rxe's responder
+	# keeps silent, and rxe's requester acts on no second NAK and asks
+	# again for a READ after its timeout.
 	if [[ $1 == rsoft* && $3 == rsoft* ]]; then
-		local naks timeouts
-		naks=$(($(counter "$1" wire_sequence_naks_sent) + $(counter "$3" wire_sequence_naks_sent)))
-		timeouts=$(($(counter "$1" local_ack_timeouts) + $(counter "$3" local_ack_timeouts)))
-		shaped_window lost_twice "a SEND lost, and lost again when sent again" "" \
-			"RC requests $1 <-> $3, one SEND lost twice: data intact" "$@"
-		naks=$(($(counter "$1" wire_sequence_naks_sent) + $(counter "$3" wire_sequence_naks_sent) - naks))
-		timeouts=$(($(counter "$1" local_ack_timeouts) + $(counter "$3" local_ack_timeouts) - timeouts))
-		check "... the second loss NAKed again ($naks NAKs): no local ACK timeout ($timeouts)" \
-			test $naks -ge 4 -a $timeouts -eq 0
+		twice_lost send_lost_twice "a SEND lost, and lost again when sent again" \
+			"one SEND lost twice" wire_sequence_naks_sent 4 "$@"
+		twice_lost read_middle_lost_twice \
+			"a READ response packet lost, and lost again when asked for again" \
+			"one READ response packet lost twice" wire_duplicates 4 "$@"
 	fi
 	# An atomic asked for again after those behind it ran: one result kept
 	# (the newest) left it unanswered until RETRY_EXC.
 	shaped_window lost_atomic_answers "atomic answers lost (15%)" atomics \
 		"32 fetch-and-adds each way, $1 <-> $3, answers lost: each executed once, all complete" "$@"
+}
+
+# counters NAME LINK...: the sum of port counter NAME of the LINKs.
+counters() {
+	local l sum=0
+	for l in "${@:2}"; do sum=$((sum + $(counter "$l" "$1"))); done
+	echo $sum
+}
+
+# twice_lost SHAPER TITLE WHAT NAME MIN D0 G0 D1 G1 DEV0 DEV1: window.c's
+# batches between D0 and D1 (rsoft links) while SHAPER loses a packet
+# twice; port counter NAME of the two must grow by MIN or more (the
+# losses took place), and no local ACK timeout may run out.
+twice_lost() {
+	local shaper=$1 title=$2 what=$3 name=$4 min=$5 n t
+	shift 5
+	n=$(counters "$name" "$1" "$3") t=$(counters local_ack_timeouts "$1" "$3")
+	shaped_window "$shaper" "$title" "" "RC requests $1 <-> $3, $what: data intact" "$@"
+	n=$(($(counters "$name" "$1" "$3") - n)) t=$(($(counters local_ack_timeouts "$1" "$3") - t))
+	check "... $name grew by $n (at least $min), local_ack_timeouts by $t (none)" \
+		test $n -ge $min -a $t -eq 0
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

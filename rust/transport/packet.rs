@@ -137,6 +137,16 @@ pub(crate) struct Request<'a> {
     /// ... and the first not to send now: a long message leaves a window
     /// of packets at a time.
     pub(crate) send_to: u32,
+    /// A READ that asks again for the response packets missing before
+    /// some placed past them (see [`Window::hole`]): on a wire with
+    /// packets it leaves twice. The requester sends nothing else until it
+    /// is answered, so nothing would show that it or its answer was lost
+    /// too but the local ACK timeout (most of the time lost under 1% loss
+    /// on a veth); the responder answers both (a duplicate READ is read
+    /// again), and the requester drops the second answer.
+    ///
+    /// [`Window::hole`]: crate::flight::Window::hole
+    pub(crate) twice: bool,
     /// The payload of a SEND or WRITE, in the requester's memory.
     pub(crate) data: Payload<'a>,
 }

@@ -148,6 +148,7 @@ pub(crate) fn send(
         piece: Piece::WHOLE,
         resend_from: 0,
         send_to: u32::MAX,
+        twice: false,
         data: head.data,
     };
     // A connected QP's request for a port that it does not keep may go
@@ -165,6 +166,7 @@ pub(crate) fn send(
     let send_to = flight.as_ref().map_or(u32::MAX, |f| f.until);
     let req = Request {
         send_to,
+        twice: opcode == Opcode::Read && head.ask.is_some(),
         ..req.resumed(head.resume, head.ask)
     };
     let carried = wire.carry(net, target, &req, room, pace, after);

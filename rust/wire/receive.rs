@@ -306,6 +306,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
         },
         resend_from: 0,
         send_to: u32::MAX,
+        twice: false,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
@@ -475,6 +476,7 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
         piece: Piece::WHOLE,
         resend_from: 0,
         send_to: u32::MAX,
+        twice: false,
         data: Payload::Inline(data),
     };
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;

@@ -56,9 +56,13 @@ impl Wire for Roce {
             psn: req.psn.add(index),
         };
         match av.grh.as_ref() {
-            Some(route) => frame::send_run(from, route, packets, |k| {
-                packet(req, &piece(req.resend_from + k), mtu)
-            }),
+            Some(route) => {
+                for _ in 0..=u32::from(req.twice) {
+                    frame::send_run(from, route, packets, |k| {
+                        packet(req, &piece(req.resend_from + k), mtu)
+                    });
+                }
+            }
             // One that cannot be sent is lost like one dropped on the
             // way: RC's requester sends the message again.
             None => from.counters.add(Counter::WireSendErrors, packets.into()),
