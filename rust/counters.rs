@@ -41,7 +41,8 @@ pub(crate) enum Counter {
     /// opcode not carried, for another address or an unknown QP.
     WireReceiveDrops,
     /// Packets of RC requests sent again on the RoCEv2 wire: their
-    /// answer did not come in time, or a NAK asked for them.
+    /// answer did not come in time, a NAK asked for them, or a READ's
+    /// response had a gap (asked for twice, both counted).
     WireResentPackets,
     /// Sequence-error and RNR NAKs sent to and received from the RoCEv2
     /// wire.

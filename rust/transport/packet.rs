@@ -137,13 +137,17 @@ pub(crate) struct Request<'a> {
     /// ... and the first not to send now: a long message leaves a window
     /// of packets at a time.
     pub(crate) send_to: u32,
-    /// A READ that asks again for the response packets missing before
-    /// some placed past them (see [`Window::hole`]): on a wire with
-    /// packets it leaves twice. The requester sends nothing else until it
-    /// is answered, so nothing would show that it or its answer was lost
-    /// too but the local ACK timeout (most of the time lost under 1% loss
-    /// on a veth); the responder answers both (a duplicate READ is read
-    /// again), and the requester drops the second answer.
+    /// A READ that asks again for one response packet missing before
+    /// some placed past it (see [`Window::hole`]): on the RoCEv2 wire it
+    /// leaves twice. The requester sends nothing else until it is
+    /// answered, so only the local ACK timeout would show that it or its
+    /// answer was lost too (about half the time of 64 KiB READs under 1%
+    /// loss on a veth). The responder reads both (a duplicate READ is read
+    /// again), and the requester drops whichever answer comes second; a
+    /// responder that queues its answers may keep only the second READ's
+    /// (rsoft's does when others wait), and then only the loss of a
+    /// request is made good. A gap of several packets is asked for once:
+    /// the replay would be doubled whole.
     ///
     /// [`Window::hole`]: crate::flight::Window::hole
     pub(crate) twice: bool,

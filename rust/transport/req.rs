@@ -166,7 +166,7 @@ pub(crate) fn send(
     let send_to = flight.as_ref().map_or(u32::MAX, |f| f.until);
     let req = Request {
         send_to,
-        twice: opcode == Opcode::Read && head.ask.is_some(),
+        twice: opcode == Opcode::Read && head.ask == Some(1),
         ..req.resumed(head.resume, head.ask)
     };
     let carried = wire.carry(net, target, &req, room, pace, after);

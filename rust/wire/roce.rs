@@ -55,9 +55,11 @@ impl Wire for Roce {
             skip: index * mtu,
             psn: req.psn.add(index),
         };
+        let copies = 1 + u32::from(req.twice);
+        let sent_all = packets.saturating_mul(copies);
         match av.grh.as_ref() {
             Some(route) => {
-                for _ in 0..=u32::from(req.twice) {
+                for _ in 0..copies {
                     frame::send_run(from, route, packets, |k| {
                         packet(req, &piece(req.resend_from + k), mtu)
                     });
@@ -65,9 +67,9 @@ impl Wire for Roce {
             }
             // One that cannot be sent is lost like one dropped on the
             // way: RC's requester sends the message again.
-            None => from.counters.add(Counter::WireSendErrors, packets.into()),
+            None => from.counters.add(Counter::WireSendErrors, sent_all.into()),
         }
-        Carried::Sent { packets }
+        Carried::Sent { packets: sent_all }
     }
 }
 
