@@ -5,7 +5,9 @@
 # line.
 name=$1 tool=$2
 shift 2
-port=$((20000 + RANDOM % 20000))
+# Below the kernel's ephemeral ports (32768 on): a port that a client
+# socket of an earlier run left in TIME_WAIT refuses the listen.
+port=$((20000 + RANDOM % 12000))
 dir=$(mktemp -d)
 
 # The client does not retry: wait until the server listens on the port.

@@ -12,7 +12,9 @@ cd "$RSOFT_TOP"
 kdir=${1:-$("$RSOFT_TOP/tools/kernel.sh" debug)}
 meet=$(mktemp -d "${TMPDIR:-/tmp}/rsoft-twohost.XXXXXX")
 trap 'rm -rf "$meet"' EXIT
-port=$((20000 + RANDOM % 20000))
+# Below the kernel's ephemeral ports (32768 on): a port that a client
+# socket of an earlier run left in TIME_WAIT refuses the listen.
+port=$((20000 + RANDOM % 12000))
 guest() { # ROLE NETDEV
 	mkdir -p "$meet/$1.vm"
 	tools/vm.sh -k "$kdir" -t 900 -w "$2" -s "$meet" -o "$meet/$1.vm" -- \
