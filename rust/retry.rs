@@ -7,6 +7,14 @@
 //! this QP, or not ready) leaves the requester's local ACK timeout to run
 //! out, and it tries again `retry_cnt` times. Nobody sleeps meanwhile: the
 //! QP's retry timer has its worker try again.
+//!
+//! A wire can lose the answer that would have sent the requester back (a
+//! sequence-error NAK), or the last packets of a message, after which the
+//! responder has nothing to answer. So the wait for an answer sends again
+//! once, unasked and uncounted, at an eighth of the local ACK timeout (a
+//! probe, as hardware's adaptive retransmission sends before the timeout
+//! set): the rest of the wait and the retries are as before. The
+//! responder takes what comes twice as it takes any duplicate.
 
 use crate::ib::WcStatus;
 
@@ -32,6 +40,10 @@ pub(crate) struct Retries {
     expired: bool,
     /// The head was tried and refused: it is in flight, whatever comes.
     tried: bool,
+    /// The armed wait for an answer is the probe's...
+    probing: bool,
+    /// ... or the probe was spent since the last answer.
+    probed: bool,
 }
 
 /// What to do about a refusal.
@@ -60,15 +72,18 @@ impl Retries {
     /// wait served to its end counts.
     pub(crate) fn plan(&mut self, budget: &Budget, refusal: Refusal) -> Plan {
         self.tried = true;
+        let mut probed = false;
         if let Some(armed) = self.armed {
             if !self.expired {
                 return Plan::Idle;
             }
-            let count = match armed {
-                Refusal::Rnr(_) => &mut self.rnr_naks,
-                Refusal::Silence => &mut self.timeouts,
-            };
-            *count = count.saturating_add(1);
+            probed = core::mem::take(&mut self.probing);
+            match armed {
+                Refusal::Rnr(_) => self.rnr_naks = self.rnr_naks.saturating_add(1),
+                // Not a timeout.
+                Refusal::Silence if probed => {}
+                Refusal::Silence => self.timeouts = self.timeouts.saturating_add(1),
+            }
             self.armed = None;
             self.expired = false;
         }
@@ -85,7 +100,19 @@ impl Retries {
             Refusal::Silence if self.timeouts > budget.retry_cnt => {
                 return Plan::Fail(WcStatus::RetryExceeded);
             }
-            Refusal::Silence => ack_timeout_us(budget.timeout),
+            Refusal::Silence => {
+                let timeout = ack_timeout_us(budget.timeout);
+                match probe_us(timeout) {
+                    // What the probe left of the wait.
+                    Some(probe) if probed => timeout - probe,
+                    Some(probe) if !self.probed => {
+                        self.probed = true;
+                        self.probing = true;
+                        probe
+                    }
+                    _ => timeout,
+                }
+            }
         };
         self.armed = Some(refusal);
         Plan::Wait(us)
@@ -96,6 +123,8 @@ impl Retries {
     pub(crate) fn answered(&mut self) {
         self.armed = None;
         self.expired = false;
+        self.probing = false;
+        self.probed = false;
     }
 
     /// A sequence-error NAK, or a READ response past data that did not
@@ -107,6 +136,9 @@ impl Retries {
     pub(crate) fn resend_now(&mut self) {
         self.armed = Some(Refusal::Silence);
         self.expired = true;
+        // The responder answers: the wait after the resend probes again.
+        self.probing = false;
+        self.probed = false;
     }
 
     /// Whether the requester waits out an RNR timer: nothing leaves
@@ -140,13 +172,25 @@ impl Retries {
         matches!(self.armed, Some(Refusal::Silence)) && !self.expired
     }
 
+    /// How long the wait for an answer runs, started again now: until the
+    /// probe while it is due, else the whole local ACK timeout (the IB
+    /// encoding `timeout`, not 0).
+    pub(crate) fn answer_wait_us(&self, timeout: u8) -> u64 {
+        let timeout = ack_timeout_us(timeout);
+        match probe_us(timeout) {
+            Some(probe) if self.probing => probe,
+            _ => timeout,
+        }
+    }
+
     /// The retry timer went off: says what that comes to.
     pub(crate) fn expire(&mut self) -> Expiry {
         let Some(armed) = self.armed else {
             return Expiry::Stale;
         };
-        // A NAK may have ended the wait before the timer did.
-        let ack_timeout = matches!(armed, Refusal::Silence) && !self.expired;
+        // A NAK may have ended the wait before the timer did; a probe is
+        // not the timeout.
+        let ack_timeout = matches!(armed, Refusal::Silence) && !self.expired && !self.probing;
         self.expired = true;
         Expiry::Due { ack_timeout }
     }
@@ -164,8 +208,16 @@ pub(crate) enum Expiry {
 
 /// The local ACK timeout of the IB encoding (`timeout`, not 0), in
 /// microseconds: 4.096 us << `timeout`.
-pub(crate) fn ack_timeout_us(timeout: u8) -> u64 {
+fn ack_timeout_us(timeout: u8) -> u64 {
     (4096u64 << (timeout & 31)) / 1000
+}
+
+/// When the wait for an answer of `timeout_us` probes: an eighth in, if
+/// that is a millisecond or more (shorter waits are shorter than a timer
+/// tick may be).
+fn probe_us(timeout_us: u64) -> Option<u64> {
+    let probe = timeout_us / 8;
+    (probe >= 1000).then_some(probe)
 }
 
 /// The RNR timer of the IB encoding (`min_rnr_timer`), in microseconds.

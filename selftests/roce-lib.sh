@@ -279,47 +279,63 @@ late_seq_naks() {
 		match u8 0x11 0xff at 28 match u8 0x60 0xff at 40 -- 2
 }
 
-# lost_twice D0 D1 on|off FILTERS...: on the veth between D0 here and D1 in
-# $ns, the first two packets that leave each end and match one of shape's
-# FILTERS (each "MATCH... -- 2") are lost, and the rest pass: a packet and
-# the first time it is sent again. Two netem qdiscs, one inside the other,
-# each lose the first packet they see. "off" leaves in twice_drops how
-# many the inner ones lost (empty if that cannot be read).
-lost_twice() {
-	local once="loss state 100% 0% 100% 0% 0%" d n=() drops sum=0
+# lost_first N D0 D1 on|off FILTERS...: on the veth between D0 here and
+# D1 in $ns, the first N packets that leave each end and match one of
+# shape's FILTERS (each "MATCH... -- 2") are lost, and the rest pass: N
+# netem qdiscs, each inside the one before, each lose the first packet
+# they see. "off" leaves in first_drops how many the innermost ones lost
+# (empty if that cannot be read).
+lost_first() {
+	local n=$1 once="loss state 100% 0% 100% 0% 0%" d in h drops sum=0
+	shift
 	if [[ $3 == off ]]; then
 		for d in "$1" "$2"; do
-			[[ $d == "$2" ]] && n=(ip netns exec "$ns")
-			drops=$("${n[@]}" tc -s qdisc show dev "$d" |
-				awk '/^qdisc netem 3:/ { getline; sub(/.*dropped /, ""); sub(/,.*/, ""); print; exit }')
+			in=()
+			[[ $d == "$2" ]] && in=(ip netns exec "$ns")
+			drops=$("${in[@]}" tc -s qdisc show dev "$d" |
+				awk -v q="qdisc netem $((n + 1)):" 'index($0, q) == 1 {
+					getline; sub(/.*dropped /, ""); sub(/,.*/, ""); print; exit }')
 			[[ $drops =~ ^[0-9]+$ && -n $sum ]] && sum=$((sum + drops)) || sum=
 		done
-		twice_drops=$sum
+		first_drops=$sum
 		shape "$1" "$2" off
 		return
 	fi
 	shape "$1" "$2" 1 "$once" "${@:4}" || return
-	for d in "$1" "$2"; do
-		[[ $d == "$2" ]] && n=(ip netns exec "$ns")
-		"${n[@]}" tc qdisc add dev "$d" parent 2:1 handle 3: netem $once ||
-			{ shape "$1" "$2" off; return 1; }
+	for ((h = 3; h <= n + 1; h++)); do
+		for d in "$1" "$2"; do
+			in=()
+			[[ $d == "$2" ]] && in=(ip netns exec "$ns")
+			"${in[@]}" tc qdisc add dev "$d" parent $((h - 1)):1 handle $h: netem $once ||
+				{ shape "$1" "$2" off; return 1; }
+		done
 	done
 }
 
-# send_lost_twice D0 D1 on|off: lost_twice of the RC SEND ONLY packet (BTH
-# opcode 0x04) with PSN 0xffffe1, the second SEND of window.c's first batch.
+# send_lost_twice D0 D1 on|off: lost_first 2 of the RC SEND ONLY packet
+# (BTH opcode 0x04) with PSN 0xffffe1, the second SEND of window.c's first
+# batch: it is lost, and lost again when sent again.
 send_lost_twice() {
-	lost_twice "$@" match u8 0x04 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2
+	lost_first 2 "$@" match u8 0x04 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2
 }
 
-# read_middle_lost_twice D0 D1 on|off: lost_twice of the READ response
+# send_and_nak_lost D0 D1 on|off: lost_first 1 of that SEND and of the
+# sequence-error NAKs (BTH opcode 0x11, AETH syndrome 0x60). window.c
+# sends one way and then the other: D0 loses the SEND, D1 the NAK that
+# the SEND after it brings.
+send_and_nak_lost() {
+	lost_first 1 "$@" match u8 0x04 0xff at 28 match u32 0xffffe1 0xffffff at 36 -- 2 \
+		match u8 0x11 0xff at 28 match u8 0x60 0xff at 40 -- 2
+}
+
+# read_middle_lost_twice D0 D1 on|off: lost_first 2 of the READ response
 # packets (MIDDLE, BTH opcode 0x0e; sent again by rsoft alone, ONLY 0x10)
 # with PSN 0x000021, the second of window.c's first READ (the SENDs take
 # PSNs 2^24 - 32 on, the WRITEs 0 to 31, the READs 32 on, four each). The
 # READ asked for again has that PSN too, and passes.
 read_middle_lost_twice() {
 	local psn=(match u32 0x000021 0xffffff at 36)
-	lost_twice "$@" match u8 0x0e 0xff at 28 "${psn[@]}" -- 2 \
+	lost_first 2 "$@" match u8 0x0e 0xff at 28 "${psn[@]}" -- 2 \
 		match u8 0x10 0xff at 28 "${psn[@]}" -- 2
 }
 
@@ -416,7 +432,8 @@ uc_loss() {
 # WRITE late: D1 NAKs the gap and ACKs no READ's PSN. Between two rsoft
 # links, the batches again with one SEND lost twice (NAKed both times),
 # and again with a READ response packet lost, and lost again when the
-# READ asks for it again: no local ACK timeout. Then 32 fetch-and-adds
+# READ asks for it again, and again with a SEND lost and the NAK of its
+# gap lost too: no local ACK timeout. Then 32 fetch-and-adds
 # each way with 15% of their answers lost.
 window() {
 	local links=() l before=() i
@@ -457,15 +474,19 @@ window() {
 	# responder NAKs it again (two NAKs each way), where silence left the
 	# requester to its local ACK timeout (about 1 s here). A READ response
 	# packet lost, and its answer to the READ asked for again lost too: the
-	# requester asked twice. Between rsoft links only: rxe's responder
-	# keeps silent, and rxe's requester acts on no second NAK and asks
-	# again for a READ after its timeout.
+	# requester asked twice. A SEND lost, and the NAK of the gap lost too:
+	# the requester sends again at an eighth of its local ACK timeout (a
+	# probe), where it waited for the whole. Between rsoft links only:
+	# rxe's responder keeps silent, and rxe's requester acts on no second
+	# NAK, asks again for a READ after its timeout, and sends no probe.
 	if [[ $1 == rsoft* && $3 == rsoft* ]]; then
 		twice_lost send_lost_twice "a SEND lost, and lost again when sent again" \
 			"one SEND lost twice" "$@"
 		twice_lost read_middle_lost_twice \
 			"a READ response packet lost, and lost again when asked for again" \
 			"one READ response packet lost twice" "$@"
+		twice_lost send_and_nak_lost "a SEND lost, and the NAK of the gap lost" \
+			"one SEND and the NAK of it lost" "$@"
 	fi
 	# An atomic asked for again after those behind it ran: one result kept
 	# (the newest) left it unanswered until RETRY_EXC.
@@ -481,18 +502,18 @@ counters() {
 }
 
 # twice_lost SHAPER TITLE WHAT D0 G0 D1 G1 DEV0 DEV1: window.c's batches
-# between D0 and D1 (rsoft links) while SHAPER (a lost_twice) loses a
-# packet twice each way: the second losses must have taken place, and no
-# local ACK timeout may have run out.
+# between D0 and D1 (rsoft links) while SHAPER (a lost_first) loses
+# packets: its innermost netems must have lost two, and no local ACK
+# timeout may have run out.
 twice_lost() {
 	local shaper=$1 title=$2 what=$3 t
 	shift 3
 	t=$(counters local_ack_timeouts "$1" "$3")
-	twice_drops=
+	first_drops=
 	shaped_window "$shaper" "$title" "" "RC requests $1 <-> $3, $what: data intact" "$@"
 	t=$(($(counters local_ack_timeouts "$1" "$3") - t))
-	check "... lost again ${twice_drops:-?} times (2), local ACK timeouts: $t (none)" \
-		test "${twice_drops:-0}" -eq 2 -a $t -eq 0
+	check "... losses: ${first_drops:-?} (2), local ACK timeouts: $t (none)" \
+		test "${first_drops:-0}" -eq 2 -a $t -eq 0
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

@@ -19,7 +19,7 @@ use crate::{
     net::Net,
     psn::Psn,
     qp::{QpInner, QpUse},
-    retry::{ack_timeout_us, Refusal, Retries},
+    retry::{Refusal, Retries},
     wq::Wqe,
 };
 
@@ -219,7 +219,7 @@ pub(crate) fn answered(qp: &QpUse, from: &Gid, answer: Answer) -> bool {
 /// ([`Retries::progressed`]); this does not.
 fn heard(qp: &QpUse, inner: &QpInner) {
     if inner.retries.awaits_answer() && inner.attr.timeout != 0 {
-        qp.arm_retry(ack_timeout_us(inner.attr.timeout));
+        qp.arm_retry(inner.retries.answer_wait_us(inner.attr.timeout));
     }
 }
 
