@@ -43,12 +43,16 @@ pub(crate) fn check_sges(
     Ok(total)
 }
 
-/// How a long copy behaves between chunks.
+/// How a long copy, or a request's run of packets, behaves between chunks.
 pub(crate) struct Pace<'a> {
     /// The context may sleep: reschedule between chunks.
     pub(crate) may_sleep: bool,
     /// Stop (fail the copy) when this says so: the QP is being destroyed.
     pub(crate) stop: &'a dyn Fn() -> bool,
+    /// Send no more of a request's packets when this says so: the
+    /// responder refused one sent before them (a NAK), and the requester
+    /// goes back and sends them again after it anyway.
+    pub(crate) refused: &'a dyn Fn() -> bool,
 }
 
 impl Pace<'static> {
@@ -57,6 +61,7 @@ impl Pace<'static> {
     pub(crate) const ONE_PACKET: Self = Self {
         may_sleep: false,
         stop: &|| false,
+        refused: &|| false,
     };
 }
 

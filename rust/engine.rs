@@ -179,9 +179,11 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
         return Next::Defer;
     }
     let stop = || qp.is_closing();
+    let refused = || qp.inner.lock().window.refused();
     let pace = Pace {
         may_sleep: ctx.may_sleep,
         stop: &stop,
+        refused: &refused,
     };
     let did = transport::send(net, &wire::Local, qp, &head, recv, &pace, after);
     let Some(refusal) = after.refusal.take() else {

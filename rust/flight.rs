@@ -236,6 +236,12 @@ impl Window {
         packets.min(answered.saturating_add(MAX_PSNS))
     }
 
+    /// Whether the answers refused a PSN sent (a NAK) and the requester
+    /// has yet to act on it.
+    pub(crate) fn refused(&self) -> bool {
+        self.event.is_some()
+    }
+
     /// Takes what the answers said beyond how far they reach.
     pub(crate) fn take_event(&mut self) -> Option<Event> {
         self.event.take()

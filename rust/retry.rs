@@ -10,11 +10,14 @@
 //!
 //! A wire can lose the answer that would have sent the requester back (a
 //! sequence-error NAK), or the last packets of a message, after which the
-//! responder has nothing to answer. So the wait for an answer sends again
-//! once, unasked and uncounted, at an eighth of the local ACK timeout (a
-//! probe, as hardware's adaptive retransmission sends before the timeout
-//! set): the rest of the wait and the retries are as before. The
-//! responder takes what comes twice as it takes any duplicate.
+//! responder has nothing to answer. So the wait for the answer to a SEND
+//! or WRITE sends again once, unasked and uncounted, at an eighth of the
+//! local ACK timeout (a probe, as hardware's adaptive retransmission sends
+//! before the timeout set): the rest of the wait and the retries are as
+//! before. The responder takes what comes twice as it takes any duplicate.
+//! A READ or atomic at the front is not probed: its answer may pause that
+//! long while the responder's worker sends it, and a READ asked for again
+//! is read again whole.
 
 use crate::ib::WcStatus;
 
@@ -42,7 +45,7 @@ pub(crate) struct Retries {
     tried: bool,
     /// The armed wait for an answer is the probe's...
     probing: bool,
-    /// ... or the probe was spent since the last answer.
+    /// ... and so the probe is spent, until an answer comes.
     probed: bool,
 }
 
@@ -64,12 +67,15 @@ pub(crate) struct Budget {
     pub(crate) retry_cnt: u8,
     /// The local ACK timeout, IB encoding: 4.096 us << `timeout`.
     pub(crate) timeout: u8,
+    /// The wait for the answer may probe: the front request returns no
+    /// data, and `retry_cnt` allows a try more than the first.
+    pub(crate) probe: bool,
 }
 
 impl Retries {
     /// Decides what `refusal` of the head WQE comes to. A try that a kick
     /// (a post, say) made while the timer runs spends no retry: only a
-    /// wait served to its end counts.
+    /// wait served to its end counts, and the probe's is not one.
     pub(crate) fn plan(&mut self, budget: &Budget, refusal: Refusal) -> Plan {
         self.tried = true;
         let mut probed = false;
@@ -80,7 +86,7 @@ impl Retries {
             probed = core::mem::take(&mut self.probing);
             match armed {
                 Refusal::Rnr(_) => self.rnr_naks = self.rnr_naks.saturating_add(1),
-                // Not a timeout.
+                // The probe's wait is part of the timeout's.
                 Refusal::Silence if probed => {}
                 Refusal::Silence => self.timeouts = self.timeouts.saturating_add(1),
             }
@@ -102,7 +108,7 @@ impl Retries {
             }
             Refusal::Silence => {
                 let timeout = ack_timeout_us(budget.timeout);
-                match probe_us(timeout) {
+                match probe_us(timeout).filter(|_| budget.probe) {
                     // What the probe left of the wait.
                     Some(probe) if probed => timeout - probe,
                     Some(probe) if !self.probed => {

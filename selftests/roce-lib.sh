@@ -481,12 +481,12 @@ window() {
 	# NAK, asks again for a READ after its timeout, and sends no probe.
 	if [[ $1 == rsoft* && $3 == rsoft* ]]; then
 		twice_lost send_lost_twice "a SEND lost, and lost again when sent again" \
-			"one SEND lost twice" "$@"
+			"one SEND lost twice" 0 "$@"
 		twice_lost read_middle_lost_twice \
 			"a READ response packet lost, and lost again when asked for again" \
-			"one READ response packet lost twice" "$@"
+			"one READ response packet lost twice" 0 "$@"
 		twice_lost send_and_nak_lost "a SEND lost, and the NAK of the gap lost" \
-			"one SEND and the NAK of it lost" "$@"
+			"one SEND and the NAK of it lost" 1 "$@"
 	fi
 	# An atomic asked for again after those behind it ran: one result kept
 	# (the newest) left it unanswered until RETRY_EXC.
@@ -501,19 +501,27 @@ counters() {
 	echo $sum
 }
 
-# twice_lost SHAPER TITLE WHAT D0 G0 D1 G1 DEV0 DEV1: window.c's batches
-# between D0 and D1 (rsoft links) while SHAPER (a lost_first) loses
-# packets: its innermost netems must have lost two, and no local ACK
-# timeout may have run out.
+# naks_lost LINK...: the NAKs the LINKs sent one another and never
+# received.
+naks_lost() {
+	echo $(($(counters wire_sequence_naks_sent "$@") -
+		$(counters wire_sequence_naks_received "$@")))
+}
+
+# twice_lost SHAPER TITLE WHAT NAKS D0 G0 D1 G1 DEV0 DEV1: window.c's
+# batches between D0 and D1 (rsoft links) while SHAPER (a lost_first)
+# loses packets: its innermost netems must have lost two, NAKS of them
+# sequence-error NAKs (sent, never received), and no local ACK timeout
+# may have run out.
 twice_lost() {
-	local shaper=$1 title=$2 what=$3 t
-	shift 3
-	t=$(counters local_ack_timeouts "$1" "$3")
+	local shaper=$1 title=$2 what=$3 naks=$4 t n
+	shift 4
+	t=$(counters local_ack_timeouts "$1" "$3") n=$(naks_lost "$1" "$3")
 	first_drops=
 	shaped_window "$shaper" "$title" "" "RC requests $1 <-> $3, $what: data intact" "$@"
-	t=$(($(counters local_ack_timeouts "$1" "$3") - t))
-	check "... losses: ${first_drops:-?} (2), local ACK timeouts: $t (none)" \
-		test "${first_drops:-0}" -eq 2 -a $t -eq 0
+	t=$(($(counters local_ack_timeouts "$1" "$3") - t)) n=$(($(naks_lost "$1" "$3") - n))
+	check "... losses: ${first_drops:-?} (2), NAKs among them: $n ($naks), local ACK timeouts: $t (none)" \
+		test "${first_drops:-0}" -eq 2 -a $n -eq "$naks" -a $t -eq 0
 }
 
 # lossy_rc D0 G0 IP0 D1 G1 IP1 PORT: RC between device D0 here (address

@@ -165,7 +165,7 @@ pub(super) fn sent(
     }
     if head.is_front() {
         // The wait for the front's answer starts (or, sent again, goes
-        // on with one retry spent).
+        // on with one retry spent, unless a probe sent it).
         refused(Refusal::Silence, after);
     }
     true

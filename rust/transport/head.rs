@@ -88,6 +88,7 @@ impl<'s> Head<'s> {
                 rnr_retry: a.rnr_retry,
                 retry_cnt: a.retry_cnt,
                 timeout: a.timeout,
+                probe: a.retry_cnt > 0 && !window.front().is_some_and(|f| f.returns),
             },
             qkey: a.qkey,
             path: (a.av, Qpn::of(a.dest_qpn)),

@@ -194,7 +194,8 @@ fn emit(port: &Net, src: Qpn, reply: &Reply, most: u32) -> (u32, bool) {
                 let data = (Payload::Sges(&sges), skip, len);
                 reply_frame(src, reply, opcode, ext, reply.psn.add(i), data)
             };
-            frame::send_run(port, &reply.route, end.saturating_sub(sent), packet);
+            let count = end.saturating_sub(sent);
+            frame::send_run(port, &reply.route, count, &|| false, packet);
             return (end, end == packets);
         }
     };

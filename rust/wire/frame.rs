@@ -127,16 +127,25 @@ pub(super) fn send(from: &Net, route: &Grh, f: &Frame<'_>) {
 }
 
 /// Sends `frame(i)` for each `i` below `n`, in order, along `route`, and
-/// counts them as [`send`] does. Where the netdev takes UDP GSO (a veth,
+/// counts them as [`send`] does; stops early once `refused` says so, and
+/// returns how many it sent. Where the netdev takes UDP GSO (a veth,
 /// loopback, NICs with USO), each run of packets of one length, and a
 /// shorter one after them, leaves as one skb (a train) that the stack or
 /// the NIC cuts apart: one pass through the IP output, the qdisc and the
 /// veth for up to [`TRAIN_BYTES`], where each packet would take its own.
-pub(super) fn send_run<'a>(from: &Net, route: &Grh, n: u32, frame: impl Fn(u32) -> Frame<'a>) {
+pub(super) fn send_run<'a>(
+    from: &Net,
+    route: &Grh,
+    n: u32,
+    refused: &dyn Fn() -> bool,
+    frame: impl Fn(u32) -> Frame<'a>,
+) -> u32 {
     let most = from.netdev().map_or(1, |d| d.train_max());
     let headers = Path::of(route).headers();
     let mut i = 0;
-    while i < n {
+    // A NAK can come back between two trains (on a veth, before the
+    // send of one returns): what would follow it is dropped unread.
+    while i < n && (i == 0 || !refused()) {
         let seg = frame(i).body_len();
         let (mut end, mut bytes) = (i + 1, headers + seg);
         while end < n && end - i < most {
@@ -157,6 +166,7 @@ pub(super) fn send_run<'a>(from: &Net, route: &Grh, n: u32, frame: impl Fn(u32) 
         }
         i = end;
     }
+    i
 }
 
 /// Sends the packets `frame(i)` of `run` as one train of `total` bytes

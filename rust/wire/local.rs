@@ -58,8 +58,8 @@ fn deliver(
     // A long copy stops when either end is being destroyed.
     let stop = || (pace.stop)() || dest.is_closing();
     let pace = Pace {
-        may_sleep: pace.may_sleep,
         stop: &stop,
+        ..*pace
     };
     transport::receive(port, dest, req, room, &pace, after)
 }

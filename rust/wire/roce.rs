@@ -33,7 +33,7 @@ impl Wire for Roce {
         to: Dest<'_>,
         req: &Request<'_>,
         _room: &mut Buf<SgeCopy>,
-        _pace: &Pace<'_>,
+        pace: &Pace<'_>,
         _after: &mut After,
     ) -> Carried {
         let (Dest::Address(av) | Dest::Remote(av)) = to else {
@@ -56,20 +56,20 @@ impl Wire for Roce {
             psn: req.psn.add(index),
         };
         let copies = 1 + u32::from(req.twice);
-        let sent_all = packets.saturating_mul(copies);
-        match av.grh.as_ref() {
-            Some(route) => {
-                for _ in 0..copies {
-                    frame::send_run(from, route, packets, |k| {
-                        packet(req, &piece(req.resend_from + k), mtu)
-                    });
-                }
-            }
+        let Some(route) = av.grh.as_ref() else {
             // One that cannot be sent is lost like one dropped on the
             // way: RC's requester sends the message again.
-            None => from.counters.add(Counter::WireSendErrors, sent_all.into()),
-        }
-        Carried::Sent { packets: sent_all }
+            let lost = packets.saturating_mul(copies);
+            from.counters.add(Counter::WireSendErrors, lost.into());
+            return Carried::Sent { packets: lost };
+        };
+        let run = || {
+            frame::send_run(from, route, packets, pace.refused, |k| {
+                packet(req, &piece(req.resend_from + k), mtu)
+            })
+        };
+        let sent = (0..copies).fold(0u32, |sent, _| sent.saturating_add(run()));
+        Carried::Sent { packets: sent }
     }
 }
 

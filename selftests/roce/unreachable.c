@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A RoCE destination GID that no device holds: an RC request is tried
- * (retry_cnt + 1) times, a local ACK timeout apart, each timeout counted,
+ * (retry_cnt + 1) times, a local ACK timeout apart, each timeout counted
+ * (and once more, uncounted, an eighth of a timeout after the first),
  * then fails with RETRY_EXC_ERR; a UD datagram is dropped, even when a
  * local QP has the destination QPN. roce.sh runs it on a RoCE link (ROCE_DEV, default
  * rsoft_eth0).
