@@ -179,6 +179,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
         return Next::Defer;
     }
     let stop = || qp.is_closing();
+    // The wire asks between packets, with no lock of the QP held.
     let refused = || qp.inner.lock().window.refused();
     let pace = Pace {
         may_sleep: ctx.may_sleep,

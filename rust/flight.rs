@@ -242,6 +242,14 @@ impl Window {
         self.event.is_some()
     }
 
+    /// A request stopped sending its packets for [`Window::refused`]: the
+    /// window is to be sent again, unless an answer still says so.
+    pub(crate) fn stopped(&mut self) {
+        if self.event.is_none() {
+            self.event = Some(Event::Resend);
+        }
+    }
+
     /// Takes what the answers said beyond how far they reach.
     pub(crate) fn take_event(&mut self) -> Option<Event> {
         self.event.take()

@@ -379,8 +379,8 @@ static int reconnect_a(struct loopback *lb, uint16_t lid, uint8_t timeout,
 /*
  * A request nobody answers (no port has LID 99) is sent, sent again once
  * at an eighth of its local ACK timeout (a probe, not counted) and after
- * each local ACK timeout; after (retry_cnt + 1) of them it fails with
- * RETRY_EXC_ERR; what was queued behind it is flushed.
+ * each local ACK timeout but the last; after (retry_cnt + 1) of them it
+ * fails with RETRY_EXC_ERR; what was queued behind it is flushed.
  */
 TEST_F(qp, unanswered_request_times_out)
 {

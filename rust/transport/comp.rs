@@ -171,6 +171,17 @@ pub(super) fn sent(
     true
 }
 
+/// The packets of `head`, a request of `qp`, stopped short for an answer
+/// that refused one before them. Should an answer since have cleared that
+/// (a reordered packet that closed the gap, say), nothing would send the
+/// rest but a timeout: the window is sent again.
+pub(super) fn cut_short(qp: &QpUse, head: &Head<'_>) {
+    let mut inner = qp.inner.lock();
+    if head.is_queued(&inner) {
+        inner.window.stopped();
+    }
+}
+
 /// The requester waits for the answers to what is in flight (or for an
 /// RNR timer): the wait runs, or starts.
 pub(super) fn waiting(after: &mut After) -> bool {

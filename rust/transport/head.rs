@@ -77,6 +77,12 @@ impl<'s> Head<'s> {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
             None => Payload::Sges(send.fill(sges)?),
         };
+        // The front request's answer is what the wait is for; with none
+        // in flight, this one goes first.
+        let returns = match window.front() {
+            Some(front) => front.returns,
+            None => Opcode::of(wqe).is_some_and(Opcode::answers_with_data),
+        };
         let a = &inner.attr;
         Some(Self {
             wqe: *wqe,
@@ -88,7 +94,7 @@ impl<'s> Head<'s> {
                 rnr_retry: a.rnr_retry,
                 retry_cnt: a.retry_cnt,
                 timeout: a.timeout,
-                probe: a.retry_cnt > 0 && !window.front().is_some_and(|f| f.returns),
+                probe: a.retry_cnt > 0 && !returns,
             },
             qkey: a.qkey,
             path: (a.av, Qpn::of(a.dest_qpn)),

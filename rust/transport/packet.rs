@@ -337,8 +337,9 @@ pub(crate) enum Carried {
     /// The responder answered at once (the local wire).
     Answered(Response),
     /// It left as `packets` packets; an answer, if one is due, comes
-    /// later.
-    Sent { packets: u32 },
+    /// later. `cut_short`: the rest stayed behind for an answer that
+    /// refused one sent before them ([`crate::copy::Pace::refused`]).
+    Sent { packets: u32, cut_short: bool },
     /// Nothing took it, and nothing will answer.
     Lost,
 }

@@ -180,7 +180,12 @@ pub(crate) fn send(
             comp::answer(net, qp, head, len, Some(response), pace, after)
         }
         Carried::Lost => comp::answer(net, qp, head, len, None, pace, after),
-        Carried::Sent { packets } => comp::sent(net, qp, head, len, packets, after),
+        Carried::Sent { packets, cut_short } => {
+            if cut_short {
+                comp::cut_short(qp, head);
+            }
+            comp::sent(net, qp, head, len, packets, after)
+        }
     }
 }
 

@@ -57,9 +57,11 @@ fn deliver(
 ) -> Option<Response> {
     // A long copy stops when either end is being destroyed.
     let stop = || (pace.stop)() || dest.is_closing();
+    // What refuses the requester's packets is nothing to a responder.
     let pace = Pace {
+        may_sleep: pace.may_sleep,
         stop: &stop,
-        ..*pace
+        refused: &|| false,
     };
     transport::receive(port, dest, req, room, &pace, after)
 }

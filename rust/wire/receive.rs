@@ -353,11 +353,15 @@ fn take_ack(port: &Net, ip: &IpHeader, dest: Qpn, psn: Psn, body: &[u8]) -> Resu
         psn,
         outcome: Outcome::Aeth(syndrome),
     };
-    if qp.qp_type != QpType::Rc || !transport::answered(&qp, &ip.sgid, answer) {
+    if qp.qp_type != QpType::Rc {
         return Err(Dropped::Other);
     }
+    // Counted as it came, whether or not it still says something new.
     if let Some(counter) = response.nak_counter(false) {
         port.counters.add(counter, 1);
+    }
+    if !transport::answered(&qp, &ip.sgid, answer) {
+        return Err(Dropped::Other);
     }
     qp.run(Ctx::caller(false));
     Ok(())

@@ -61,15 +61,22 @@ impl Wire for Roce {
             // way: RC's requester sends the message again.
             let lost = packets.saturating_mul(copies);
             from.counters.add(Counter::WireSendErrors, lost.into());
-            return Carried::Sent { packets: lost };
+            return Carried::Sent {
+                packets: lost,
+                cut_short: false,
+            };
         };
         let run = || {
             frame::send_run(from, route, packets, pace.refused, |k| {
                 packet(req, &piece(req.resend_from + k), mtu)
             })
         };
+        let all = packets.saturating_mul(copies);
         let sent = (0..copies).fold(0u32, |sent, _| sent.saturating_add(run()));
-        Carried::Sent { packets: sent }
+        Carried::Sent {
+            packets: sent,
+            cut_short: sent < all,
+        }
     }
 }
 
