@@ -110,6 +110,9 @@ pub(crate) struct Window {
     /// `expect` when a READ response past it had the requests sent
     /// again: a skip is acted on once, not once per packet after it.
     skipped: Option<Psn>,
+    /// A request stopped sending its packets for a NAK ([`Window::stopped`]):
+    /// the window is sent again even if an answer clears the NAK first.
+    cut: bool,
     /// `expect` when an RNR NAK refused the request there. A responder
     /// that refused one goes on answering the packets after it with a
     /// sequence-error NAK at the same PSN (rxe does, once a round), which
@@ -242,23 +245,34 @@ impl Window {
         self.event.is_some()
     }
 
-    /// A request stopped sending its packets for [`Window::refused`]: the
-    /// window is to be sent again, unless an answer still says so.
-    pub(crate) fn stopped(&mut self) {
-        if self.event.is_none() {
-            self.event = Some(Event::Resend);
-        }
+    /// How many of the requests in flight are READs or atomics.
+    pub(crate) fn reads(&self) -> usize {
+        (0..self.len)
+            .filter(|&i| self.get(i).is_some_and(|s| s.returns))
+            .count()
     }
 
-    /// Takes what the answers said beyond how far they reach.
+    /// A request stopped sending its packets for [`Window::refused`]:
+    /// those left behind are sent with the window again, which the NAK
+    /// asks for; should an answer clear it first (a reordered packet that
+    /// closed the gap), nothing else would send them but a timeout.
+    pub(crate) fn stopped(&mut self) {
+        self.cut = true;
+    }
+
+    /// Takes what the answers said beyond how far they reach, or that the
+    /// window is to be sent again for a request cut short.
     pub(crate) fn take_event(&mut self) -> Option<Event> {
-        self.event.take()
+        self.event
+            .take()
+            .or_else(|| core::mem::take(&mut self.cut).then_some(Event::Resend))
     }
 
     /// The requests are sent again, from the front: all of them, or the
     /// front alone until it is answered if it is a READ or atomic.
     pub(crate) fn go_back(&mut self) {
         self.cursor = 0;
+        self.cut = false;
         self.alone = self.front().is_some_and(|f| f.returns);
     }
 
@@ -286,9 +300,7 @@ impl Window {
             return true;
         };
         let psns_out = back.last.since(front.first) + 1;
-        let reads = (0..self.len)
-            .filter(|&i| self.get(i).is_some_and(|s| s.returns))
-            .count();
+        let reads = self.reads();
         self.len < MAX_WQES
             && psns_out.saturating_add(psns) <= MAX_PSNS
             && (!returns || reads < usize::from(max_rd_atomic.max(1)))

@@ -77,12 +77,9 @@ impl<'s> Head<'s> {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
             None => Payload::Sges(send.fill(sges)?),
         };
-        // The front request's answer is what the wait is for; with none
-        // in flight, this one goes first.
-        let returns = match window.front() {
-            Some(front) => front.returns,
-            None => Opcode::of(wqe).is_some_and(Opcode::answers_with_data),
-        };
+        // A probe sends the whole window again: not while a READ or an
+        // atomic is in it, or is to leave now.
+        let returns = window.reads() > 0 || Opcode::of(wqe).is_some_and(Opcode::answers_with_data);
         let a = &inner.attr;
         Some(Self {
             wqe: *wqe,
