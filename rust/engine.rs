@@ -196,7 +196,10 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
         if !head.is_queued(&inner) {
             return Next::More;
         }
-        inner.retries.plan(head.budget(), refusal)
+        // A probe sends the whole window again: none while it holds a
+        // READ or an atomic (the head, if it left, is in it by now).
+        let reads = inner.window.reads();
+        inner.retries.plan(head.budget(), refusal, reads)
     };
     // A request that left goes on to the next, while the front's answer
     // is awaited.

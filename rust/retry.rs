@@ -15,9 +15,9 @@
 //! local ACK timeout (a probe, as hardware's adaptive retransmission sends
 //! before the timeout set): the rest of the wait and the retries are as
 //! before. The responder takes what comes twice as it takes any duplicate.
-//! A READ or atomic at the front is not probed: its answer may pause that
-//! long while the responder's worker sends it, and a READ asked for again
-//! is read again whole.
+//! No probe goes while a READ or atomic is in flight: its answer may pause
+//! that long while the responder's worker sends it, and a READ asked for
+//! again is read again whole.
 
 use crate::ib::WcStatus;
 
@@ -67,16 +67,15 @@ pub(crate) struct Budget {
     pub(crate) retry_cnt: u8,
     /// The local ACK timeout, IB encoding: 4.096 us << `timeout`.
     pub(crate) timeout: u8,
-    /// The wait for the answer may probe: the front request returns no
-    /// data, and `retry_cnt` allows a try more than the first.
-    pub(crate) probe: bool,
 }
 
 impl Retries {
     /// Decides what `refusal` of the head WQE comes to. A try that a kick
     /// (a post, say) made while the timer runs spends no retry: only a
-    /// wait served to its end counts, and the probe's is not one.
-    pub(crate) fn plan(&mut self, budget: &Budget, refusal: Refusal) -> Plan {
+    /// wait served to its end counts, and the probe's is not one. A wait
+    /// for an answer probes if `reads` (READs and atomics in flight) is 0
+    /// and `retry_cnt` allows a try more than the first.
+    pub(crate) fn plan(&mut self, budget: &Budget, refusal: Refusal, reads: usize) -> Plan {
         self.tried = true;
         let mut probed = false;
         if let Some(armed) = self.armed {
@@ -108,7 +107,8 @@ impl Retries {
             }
             Refusal::Silence => {
                 let timeout = ack_timeout_us(budget.timeout);
-                match probe_us(timeout).filter(|_| budget.probe) {
+                let may_probe = reads == 0 && budget.retry_cnt > 0;
+                match probe_us(timeout).filter(|_| may_probe) {
                     // What the probe left of the wait.
                     Some(probe) if probed => timeout - probe,
                     Some(probe) if !self.probed => {

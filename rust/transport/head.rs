@@ -77,9 +77,6 @@ impl<'s> Head<'s> {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
             None => Payload::Sges(send.fill(sges)?),
         };
-        // A probe sends the whole window again: not while a READ or an
-        // atomic is in it, or is to leave now.
-        let returns = window.reads() > 0 || Opcode::of(wqe).is_some_and(Opcode::answers_with_data);
         let a = &inner.attr;
         Some(Self {
             wqe: *wqe,
@@ -91,7 +88,6 @@ impl<'s> Head<'s> {
                 rnr_retry: a.rnr_retry,
                 retry_cnt: a.retry_cnt,
                 timeout: a.timeout,
-                probe: a.retry_cnt > 0 && !returns,
             },
             qkey: a.qkey,
             path: (a.av, Qpn::of(a.dest_qpn)),

@@ -56,13 +56,13 @@ impl Wire for Roce {
             psn: req.psn.add(index),
         };
         let copies = 1 + u32::from(req.twice);
+        let all = packets.saturating_mul(copies);
         let Some(route) = av.grh.as_ref() else {
             // One that cannot be sent is lost like one dropped on the
             // way: RC's requester sends the message again.
-            let lost = packets.saturating_mul(copies);
-            from.counters.add(Counter::WireSendErrors, lost.into());
+            from.counters.add(Counter::WireSendErrors, all.into());
             return Carried::Sent {
-                packets: lost,
+                packets: all,
                 cut_short: false,
             };
         };
@@ -71,7 +71,6 @@ impl Wire for Roce {
                 packet(req, &piece(req.resend_from + k), mtu)
             })
         };
-        let all = packets.saturating_mul(copies);
         let sent = (0..copies).fold(0u32, |sent, _| sent.saturating_add(run()));
         Carried::Sent {
             packets: sent,
