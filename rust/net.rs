@@ -21,7 +21,7 @@ use crate::{
     limits,
     mr::Mrs,
     new_irq_spinlock,
-    qp::{QpShared, QpUse, Qpn},
+    qp::{KeptPeer, QpShared, QpUse, Qpn},
     table::Table,
 };
 use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -254,13 +254,9 @@ impl Net {
         }
     }
 
-    /// Enters QP `qpn` of the port that `av` names, as seen from this port.
-    pub(crate) fn peer(&self, av: &Address, qpn: Qpn) -> Option<QpUse> {
-        self.with_port(av, |port| port.qp(qpn)).flatten()
-    }
-
-    /// Enters the peer of connected QP `qp` of this port: the one it keeps
-    /// while nothing changed, else the one a look-up finds.
+    /// Enters the peer of connected QP `qp` of this port, if on this host:
+    /// the one it keeps while nothing changed, else the one a look-up
+    /// finds.
     pub(crate) fn peer_of(&self, qp: &QpShared) -> Option<QpUse> {
         if qp.qp_type.is_datagram() {
             return None;
@@ -268,8 +264,10 @@ impl Net {
         let routes = self.fabric.routes();
         let (av, dest, epoch) = {
             let inner = qp.inner.lock();
-            if let Some(peer) = inner.kept_peer(routes) {
-                return Some(peer);
+            match inner.kept_peer(routes) {
+                Some(KeptPeer::Local(peer)) => return Some(peer),
+                Some(KeptPeer::Remote) => return None,
+                None => {}
             }
             let a = &inner.attr;
             (a.av, Qpn::of(a.dest_qpn), inner.path_epoch())
@@ -280,7 +278,9 @@ impl Net {
     /// Looks up QP `dest` of the port that `av` names, the peer of
     /// connected QP `qp` of this port along its path of `epoch` (see
     /// [`crate::qp::QpInner::path_epoch`]), and has `qp` keep what it
-    /// finds.
+    /// finds: the QP, or that no port of this host answers the path (its
+    /// requests then go to the wire with no look-up). A port of this host
+    /// without that QP is not kept: the QP may come.
     pub(crate) fn find_peer(
         &self,
         qp: &QpShared,
@@ -291,9 +291,12 @@ impl Net {
         // Read first: a route that changes during the look-up makes what
         // it found out of date.
         let routes = self.fabric.routes();
-        let peer = self.peer(av, dest)?;
-        qp.inner.lock().keep_peer(&peer, epoch, routes);
-        Some(peer)
+        let peer = match self.with_port(av, |port| port.qp(dest)) {
+            Some(None) => return None,
+            found => found.flatten(),
+        };
+        qp.inner.lock().keep_peer(peer.as_deref(), epoch, routes);
+        peer
     }
 
     /// The port QP `qp` is on.

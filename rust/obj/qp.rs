@@ -138,14 +138,23 @@ impl Reach {
     }
 }
 
-/// A connected QP's peer as last found in its port's table: good while the
-/// QP's path and the fabric's routes stay as they were then. If the peer is
-/// destroyed, its [`Reach`] is empty; a QP that reuses the number has its
-/// own.
+/// A connected QP's peer as last found: a QP in its port's table, or on
+/// another host (`reach` is `None`: no port of this host answers the
+/// path). Good while the QP's path and the fabric's routes stay as they
+/// were then. If the peer is destroyed, its [`Reach`] is empty; a QP that
+/// reuses the number has its own.
 struct Peer {
-    reach: Arc<Reach>,
+    reach: Option<Arc<Reach>>,
     /// The fabric's routes' generation ([`crate::fabric::Fabric::routes`]).
     routes: u32,
+}
+
+/// Where a connected QP's requests go, as it keeps it.
+pub(crate) enum KeptPeer {
+    /// To this QP of this host.
+    Local(QpUse),
+    /// To another host: the wire, with no look-up.
+    Remote,
 }
 
 /// A queue pair.
@@ -401,24 +410,25 @@ impl QpInner {
         self.path_epoch
     }
 
-    /// Enters the peer the QP keeps, if the fabric's routes are still
-    /// `routes` and the peer is still in its table and not being destroyed.
-    pub(crate) fn kept_peer(&self, routes: u32) -> Option<QpUse> {
-        self.peer
-            .as_ref()
-            .filter(|p| p.routes == routes)?
-            .reach
-            .enter()
+    /// Where the QP's requests go, if the fabric's routes are still
+    /// `routes` and a peer kept on this host is still in its table and not
+    /// being destroyed.
+    pub(crate) fn kept_peer(&self, routes: u32) -> Option<KeptPeer> {
+        let peer = self.peer.as_ref().filter(|p| p.routes == routes)?;
+        match &peer.reach {
+            Some(reach) => reach.enter().map(KeptPeer::Local),
+            None => Some(KeptPeer::Remote),
+        }
     }
 
-    /// Keeps `peer`, found for the path of `epoch` with the routes at
-    /// `routes`, unless a modify came since.
-    pub(crate) fn keep_peer(&mut self, peer: &QpShared, epoch: u32, routes: u32) {
+    /// Keeps `peer` (`None`: on another host), found for the path of
+    /// `epoch` with the routes at `routes`, unless a modify came since.
+    pub(crate) fn keep_peer(&mut self, peer: Option<&QpShared>, epoch: u32, routes: u32) {
         if self.path_epoch == epoch {
             // An `Arc<Reach>` dropped here is never the last one of a
             // slot that still holds a QP: that QP holds the slot too.
             self.peer = Some(Peer {
-                reach: peer.reach.clone(),
+                reach: peer.map(|p| p.reach.clone()),
                 routes,
             });
         }

@@ -10,7 +10,7 @@ use crate::{
     ib::{Address, QpState},
     payload::Payload,
     psn::Psn,
-    qp::{QpInner, QpUse, Qpn},
+    qp::{KeptPeer, QpInner, Qpn},
     retry::Budget,
     scratch::Buf,
     wq::{SgeCopy, Wqe},
@@ -35,8 +35,9 @@ pub(crate) struct Head<'s> {
     pub(super) path: (Address, Qpn),
     /// The epoch of `path` (see [`QpInner::path_epoch`]).
     pub(super) path_epoch: u32,
-    /// A connected QP's peer, if it keeps one that is still good.
-    pub(super) peer: Option<QpUse>,
+    /// Where a connected QP's requests go, if it keeps that and it is
+    /// still good.
+    pub(super) peer: Option<KeptPeer>,
     /// The most payload one packet of a connected QP carries.
     pub(super) mtu: Option<u32>,
     /// Where its request stands on a wire that answers later.

@@ -20,7 +20,7 @@ use crate::{
     ib::{Access, SendOp, WcStatus},
     limits,
     net::Net,
-    qp::{QpUse, Qpn},
+    qp::{KeptPeer, QpUse, Qpn},
     scratch::Buf,
     wq::SgeCopy,
 };
@@ -64,7 +64,8 @@ pub(crate) fn send(
     // request for the same wire; a local operation, or one for a peer
     // this host keeps, waits until those are answered.
     let behind = !head.is_front();
-    if behind && (head.peer.is_some() || matches!(head.wqe.op, SendOp::Local(_))) {
+    let local_peer = matches!(head.peer, Some(KeptPeer::Local(_)));
+    if behind && (local_peer || matches!(head.wqe.op, SendOp::Local(_))) {
         return comp::waiting(after);
     }
     let Some(opcode) = Opcode::of(&head.wqe) else {
@@ -118,7 +119,8 @@ pub(crate) fn send(
     let target = match (&datagram, &head.peer) {
         (Some(_), _) => Dest::Address(&to),
         (None, _) if behind => Dest::Remote(&to),
-        (None, Some(peer)) => Dest::Peer(peer),
+        (None, Some(KeptPeer::Local(peer))) => Dest::Peer(peer),
+        (None, Some(KeptPeer::Remote)) => Dest::Remote(&to),
         (None, None) => {
             found = net.find_peer(qp, &to, dest, head.path_epoch);
             found.as_ref().map_or(Dest::Address(&to), Dest::Peer)
