@@ -428,8 +428,8 @@ uc_loss() {
 # for one receive posted. Then D1 (an rsoft link) READs from D0 with a
 # packet of each READ's response lost and no local ACK timeout; from an
 # rsoft D0 also a READ longer than the PSNs a requester notes. Then, from
-# an rxe D0, a READ and two WRITEs, the READ's response and the first
-# WRITE late: D1 NAKs the gap and ACKs no READ's PSN. Between two rsoft
+# D0, a READ and two WRITEs, the READ's response and the first WRITE
+# late: D1 NAKs the gap and ACKs no READ's PSN. Between two rsoft
 # links, the batches again with one SEND lost twice (NAKed both times),
 # and again with a READ response packet lost, and lost again when the
 # READ asks for it again, and again with a SEND lost and the NAK of its
@@ -463,13 +463,11 @@ window() {
 		"8 READs from $3$long, every fourth response packet lost, no local ACK timeout: all complete" "$@"
 	# A sequence-error NAK right after a READ: an ACK of the READ's PSN
 	# before it had rxe's requester complete the READ with no data.
-	if [[ $1 == rxe* ]]; then
-		read_acks=
-		shaped_window late_read_first_write "READ responses and a WRITE 20 ms late" readack \
-			"a READ and two WRITEs $1 -> $3, the first WRITE late: data intact" "$@"
-		check "... $3 NAKed the gap after the READ without an ACK of the READ's PSN (sent ${read_acks:-?})" \
-			test "${read_acks:-1}" -eq 0
-	fi
+	read_acks=
+	shaped_window late_read_first_write "READ responses and a WRITE 20 ms late" readack \
+		"a READ and two WRITEs $1 -> $3, the first WRITE late: data intact" "$@"
+	check "... $3 NAKed the gap after the READ without an ACK of the READ's PSN (sent ${read_acks:-?})" \
+		test "${read_acks:-1}" -eq 0
 	# A request lost again when sent after a sequence-error NAK: the
 	# responder NAKs it again (two NAKs each way), where silence left the
 	# requester to its local ACK timeout (about 1 s here). A READ response
