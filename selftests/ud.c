@@ -278,7 +278,11 @@ TEST_F(ud, larger_than_mtu)
 	EXPECT_EQ(0, ibv_poll_cq(lb->rcq, 1, &wc));
 }
 
-/* The GRH space counts: 40 + n bytes are needed; the sender never knows. */
+/*
+ * The GRH space counts: 40 + n bytes are needed; the sender never knows.
+ * Any host may send a UD QP a datagram too long for its receive: that
+ * receive fails, and the QP takes the next datagram.
+ */
 TEST_F(ud, receive_too_small)
 {
 	struct loopback *lb = &self->lb;
@@ -291,6 +295,14 @@ TEST_F(ud, receive_too_small)
 	EXPECT_EQ(1, wc.wr_id);
 	EXPECT_EQ(IBV_WC_LOC_LEN_ERR, wc.status);
 	EXPECT_EQ(IBV_QPS_RTS, qp_state(lb->a));
+	EXPECT_EQ(IBV_QPS_RTS, qp_state(lb->b));
+	ASSERT_EQ(0, post_recv(lb, lb->b, 3, 8192, GRH_LEN + 64));
+	ASSERT_EQ(0, ud_send(lb, self->ah, lb->b->qp_num, QKEY, 4, 0, 64));
+	EXPECT_TRUE(sent_ok(lb, 4));
+	ASSERT_EQ(1, ibv_poll_cq(lb->rcq, 1, &wc));
+	EXPECT_EQ(3, wc.wr_id);
+	EXPECT_EQ(IBV_WC_SUCCESS, wc.status);
+	EXPECT_EQ(GRH_LEN + 64, wc.byte_len);
 }
 
 /* UD has no RDMA: the WR is refused at post time. */

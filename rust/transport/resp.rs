@@ -501,7 +501,20 @@ pub(super) fn lose_srq_receive(
     after: &mut After,
 ) {
     let wc = failed_wc(dest, wqe, WcStatus::RemoteInvalidRequest);
-    if complete::push_going_on(port, dest.recv_cq(), wc, false, after) {
+    complete_going_on(port, dest, d, wc, false, after);
+}
+
+/// Completes a receive of `dest` under its lock `d`, in error or not,
+/// with `dest` going on: only an overrun moves it to the error state.
+fn complete_going_on(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    wc: Wc,
+    solicited: bool,
+    after: &mut After,
+) {
+    if complete::push_going_on(port, dest.recv_cq(), wc, solicited, after) {
         error_locked(dest, d, after);
     }
 }
@@ -686,5 +699,12 @@ fn datagram(
         checked
     };
     let wc = recv_wc(dest, &recv, req, status, len);
-    complete_locked(port, dest, &mut dl, wc, req.solicited, after);
+    if status == WcStatus::LocalLength {
+        // Too long for the receive: the sender's doing, and any host may
+        // send to a UD QP. The receive fails and the QP goes on, as on
+        // hns (rxe drops the datagram and keeps the receive).
+        complete_going_on(port, dest, &mut dl, wc, req.solicited, after);
+    } else {
+        complete_locked(port, dest, &mut dl, wc, req.solicited, after);
+    }
 }

@@ -308,6 +308,8 @@ static void grh(const struct lane *l, uint32_t len, unsigned char *h)
  * errors stay at the sender; whatever does not reach a ready receive of b
  * (or c, on the same SRQ) with its Q_Key is dropped; a receive in error
  * (no room for GRH + payload, or not writable) is the receiver's alone.
+ * Too little room is the sender's doing: that receive fails, and the QP
+ * goes on.
  */
 static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 {
@@ -329,9 +331,13 @@ static void run_ud(struct lane *l, const struct mwr *w, int64_t len)
 		goto sent;
 	}
 	room = sges_len(&t->bm, recv->sge, recv->num_sge, t->bmr->lkey, 0, 1, 0);
-	if (room < 0 || room < len + GRH_LEN) {
-		fail_recv(t, room < 0 ? IBV_WC_LOC_PROT_ERR : IBV_WC_LOC_LEN_ERR, qp);
+	if (room < 0) {
+		fail_recv(t, IBV_WC_LOC_PROT_ERR, qp);
 		model_qp_error(t, qp);
+		goto sent;
+	}
+	if (room < len + GRH_LEN) {
+		fail_recv(t, IBV_WC_LOC_LEN_ERR, qp);
 		goto sent;
 	}
 	if (w->global) {
