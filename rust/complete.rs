@@ -30,6 +30,10 @@ pub(crate) struct After {
     kick: Option<QpUse>,
     /// The responder did not take the request: it is to be retried.
     pub(crate) refusal: Option<Refusal>,
+    /// The responder dropped the request without a word (not for the QP,
+    /// its state or its Q_Key, out of sequence, or of a message lost):
+    /// one that came off a wire is counted as a drop.
+    pub(crate) dropped: bool,
 }
 
 impl After {
@@ -77,9 +81,9 @@ pub(crate) fn push(
 
 /// Pushes `wc` to `cq` and counts it, as [`push`] does, but returns only
 /// whether the CQ could not take it: a QP whose completion in error is
-/// pushed so goes on. The one exception to [`push`]'s rule is IBA's class
-/// E error: an SRQ's receive that a UC message which lost a packet, or
-/// did not fit, took.
+/// pushed so goes on. The exceptions to [`push`]'s rule: IBA's class E
+/// error (an SRQ's receive that a UC message which lost a packet, or did
+/// not fit, took), and a UD receive too short for its datagram.
 pub(crate) fn push_going_on(
     net: &Net,
     cq: &CqRef<RsoftCq>,

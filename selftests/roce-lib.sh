@@ -409,12 +409,18 @@ shaped_window() { shaped window "$@"; }
 # to D1's G1 (an rsoft link), with its receives on the QP and then on an
 # SRQ, while lost_uc_parts loses a packet of 17 of the 49 messages on the
 # veth DEV0-DEV1: only those are lost, the UC QP stays ready, and the
-# receive of the last one lost is flushed or completes in error.
+# receive of the last one lost is flushed or completes in error. The
+# packets that came after a lost one of their message, which D1 drops,
+# count in its wire_receive_drops.
 uc_loss() {
-	local how
+	local how drops
 	for how in "" srq; do
+		drops=$(counter "$3" wire_receive_drops)
 		shaped ucloss lost_uc_parts "UC SENDs' middle or last packets lost" "$how" \
 			"49 UC SENDs $1 -> $3${how:+ (SRQ)}, 17 lose a packet: the others arrive whole, the QP stays in RTS" "$@"
+		drops=$(($(counter "$3" wire_receive_drops) - drops))
+		check "... $3 counted the packets after a lost one as dropped ($drops)" \
+			test $drops -ge 16
 	done
 }
 

@@ -19,11 +19,11 @@ use crate::{
     copy::{check_sges, write_sges, BadSge, Pace},
     counters::Counter,
     grh::{self, GRH_LEN},
-    ib::{Access, PdId, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
+    ib::{self, Access, PdId, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     mr::MrKey,
     net::{Link, Net},
     psn::{Psn, Sequence},
-    qp::{QpInner, QpShared, QpUse},
+    qp::{QpInner, QpShared, QpUse, Qpn},
     scratch::Buf,
     wq::{SgeCopy, Wqe},
 };
@@ -92,7 +92,10 @@ pub(crate) fn receive(
     }
     drop(d);
     match verdict {
-        Verdict::Drop => None,
+        Verdict::Drop => {
+            after.dropped = true;
+            None
+        }
         Verdict::Answer(response) => Some(response),
         Verdict::Nak(nak, recv) => {
             if let Some((recv, status)) = recv {
@@ -105,7 +108,10 @@ pub(crate) fn receive(
             // Destroyed during the copy, it answers nothing, as a host
             // that vanished does not: its requester retries, then fails
             // as it would on a wire.
-            Response::Fault if dest.is_closing() => None,
+            Response::Fault if dest.is_closing() => {
+                after.dropped = true;
+                None
+            }
             response => Some(response),
         },
     }
@@ -657,7 +663,13 @@ fn datagram(
     };
     let rpd = receive_pd(dest);
     let mut dl = dest.inner.lock();
-    if !carries(dest, req) || !rules::takes_requests(dl.state) || dl.attr.qkey != *qkey {
+    // QP1 takes MADs, never longer: a longer datagram would fail a
+    // receive, which the MAD layer does not post again, so a peer could
+    // starve the port's MAD and CM agents.
+    let too_long = dest.qpn == Qpn::GSI && req.len > ib::MAD_SIZE;
+    if too_long || !carries(dest, req) || !rules::takes_requests(dl.state) || dl.attr.qkey != *qkey
+    {
+        after.dropped = true;
         return;
     }
     let len = req.len;
@@ -670,6 +682,7 @@ fn datagram(
         },
     });
     let Some(recv) = recv else {
+        after.dropped = true;
         return;
     };
     let status = if checked == WcStatus::Success {

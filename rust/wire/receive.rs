@@ -312,6 +312,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
     let mut after = After::default();
     let response = transport::receive(port, &qp, &req, &mut room, &Pace::ONE_PACKET, &mut after);
+    let dropped = after.dropped;
     if let Some(other) = after.finish() {
         other.run(Ctx::caller(false));
     }
@@ -325,6 +326,9 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
             ack_req: pkt.ack_req,
         };
         answer::send(port, &qp, &asker, response);
+    }
+    if dropped {
+        return Err(Dropped::Other);
     }
     Ok(())
 }
@@ -429,12 +433,6 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
     if len > port.mtu() {
         return Err(Dropped::Other);
     }
-    // QP1 takes MADs, never longer: a longer packet would complete its
-    // receive in error, which stops the port's MAD and CM agents, so one
-    // packet of a peer would end rdma_cm on the port.
-    if dest == Qpn::GSI && len > ib::MAD_SIZE {
-        return Err(Dropped::Other);
-    }
     let qp = port.qp(dest).ok_or(Dropped::Other)?;
     // The route back, as the sender's address vector would name it.
     let route = Grh {
@@ -486,8 +484,12 @@ fn take_datagram(port: &Net, d: Datagram<'_>) -> Result<(), Dropped> {
     let mut room = scratch::receive_room().map_err(|_| Dropped::Other)?;
     let mut after = After::default();
     transport::receive(port, &qp, &req, &mut room, &Pace::ONE_PACKET, &mut after);
+    let dropped = after.dropped;
     if let Some(other) = after.finish() {
         other.run(Ctx::caller(false));
+    }
+    if dropped {
+        return Err(Dropped::Other);
     }
     Ok(())
 }

@@ -133,6 +133,7 @@ pub(super) fn go_on(
         || !rules::takes_requests(d.state)
         || !is_from_peer(&d, req)
     {
+        after.dropped = true;
         return None;
     }
     match req.psn.against(d.resp_psn) {
@@ -140,9 +141,14 @@ pub(super) fn go_on(
         // UC: a packet was lost, and with it the message.
         _ if uc => {
             abandon(port, dest, &mut d, after);
+            after.dropped = true;
             return None;
         }
-        Sequence::Ahead => return out_of_sequence(&mut d, req.psn).map(Response::Nak),
+        Sequence::Ahead => {
+            let nak = out_of_sequence(&mut d, req.psn);
+            after.dropped |= nak.is_none();
+            return nak.map(Response::Nak);
+        }
         Sequence::Duplicate => {
             port.counters.add(Counter::WireDuplicates, 1);
             return Some(Response::Ack);
@@ -159,6 +165,7 @@ pub(super) fn go_on(
         other => {
             d.inbound = other;
             abandon(port, dest, &mut d, after);
+            after.dropped |= uc;
             return (!uc).then_some(Response::Nak(Nak::InvalidRequest));
         }
     };
