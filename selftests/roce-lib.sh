@@ -424,6 +424,21 @@ uc_loss() {
 	done
 }
 
+# path_mtu D0 G0 D1 G1 DEV0 DEV1: selftests/wire/pmtu from D0's GID G0
+# (path MTU 4096) to D1's G1 (an rsoft link, path MTU 1024), the veth
+# DEV0-DEV1 (DEV1 in $ns) at MTU 9000 meanwhile: D1 refuses every packet
+# longer than its path MTU and takes nothing of it.
+path_mtu() {
+	local out rc=0
+	ip link set "$5" mtu 9000 && ip netns exec "$ns" ip link set "$6" mtu 9000 &&
+		out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/pmtu" "${@:1:4}" 2>&1) ||
+		rc=$?
+	ip link set "$5" mtu 1500
+	ip netns exec "$ns" ip link set "$6" mtu 1500
+	echo "$out"
+	check "packets longer than $3's path MTU from $1: refused, memory untouched" test $rc -eq 0
+}
+
 # window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID
 # G0 and D1's G1, each way, while sparse_acks drops every ACK on the veth
 # DEV0-DEV1 but the last of each 32 PSNs: 32 requests of each kind in

@@ -231,13 +231,34 @@ impl Request<'_> {
 pub(crate) struct Piece {
     pub(crate) first: bool,
     pub(crate) last: bool,
+    /// It came as a packet of a wire with packets, whose payload the
+    /// path MTU bounds.
+    pub(crate) packet: bool,
 }
 
 impl Piece {
+    /// A whole message, as the local wire carries it.
     pub(crate) const WHOLE: Self = Self {
         first: true,
         last: true,
+        packet: false,
     };
+
+    /// Whether `carried` bytes of payload are what a packet like this one
+    /// may carry at path MTU `mtu` (IBA 9.7.6.1.2, as rxe checks it): each
+    /// packet of a message but the last exactly the MTU, the last at least
+    /// a byte, and none more than the MTU. A longer packet would make the
+    /// responder's MTU, and the PSNs of a READ's response that follow
+    /// from it, mean nothing.
+    pub(crate) fn fits(&self, carried: u64, mtu: u32) -> bool {
+        let mtu = u64::from(mtu);
+        match (self.packet, self.first, self.last) {
+            (false, ..) => true,
+            (true, _, false) => carried == mtu,
+            (true, false, true) => (1..=mtu).contains(&carried),
+            (true, true, true) => carried <= mtu,
+        }
+    }
 }
 
 /// NAK codes (IBA 9.7.5.2.6 and the RNR NAK).

@@ -20,6 +20,7 @@ use crate::{
     counters::Counter,
     grh::{self, GRH_LEN},
     ib::{self, Access, PdId, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
+    limits,
     mr::MrKey,
     net::{Link, Net},
     psn::{Psn, Sequence},
@@ -242,6 +243,15 @@ fn judge<'r>(
             Verdict::Nak(nak, None)
         }
     };
+    // A packet longer than it may be, or a READ or WRITE longer than any
+    // message, is malformed: neither touches memory or takes a receive.
+    let too_long = match req.op {
+        SendOp::RdmaWrite(_) | SendOp::RdmaRead(_) => req.len > limits::MAX_MSG_SIZE,
+        _ => false,
+    };
+    if too_long || !req.piece.fits(req.data.len(), req.mtu) {
+        return nak(Nak::InvalidRequest);
+    }
     let rights = d.attr.access_flags;
     // A zero-length RDMA names no memory and checks no key; an atomic
     // names its 8 bytes whatever length it claims.

@@ -303,6 +303,7 @@ fn take_request(port: &Net, pkt: &Packet<'_>) -> Result<(), Dropped> {
         piece: Piece {
             first: part.first,
             last: part.last,
+            packet: true,
         },
         resend_from: 0,
         send_to: u32::MAX,

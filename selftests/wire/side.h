@@ -92,13 +92,13 @@ static inline void side_close(struct side *s)
 }
 
 /*
- * Connects @from's QP to @to's, path MTU 1024, both directions starting
+ * Connects @from's QP to @to's, path MTU @mtu, both directions starting
  * at PSN @psn, with @rd_atomic READs and atomics in flight (0: one) and
  * a local ACK timeout of 4.096 us << @timeout.
  */
-static inline int side_connect(struct side *from, const struct side *to,
-			       uint32_t psn, uint8_t rd_atomic,
-			       uint8_t timeout)
+static inline int side_connect_mtu(struct side *from, const struct side *to,
+				   uint32_t psn, uint8_t rd_atomic,
+				   uint8_t timeout, enum ibv_mtu mtu)
 {
 	struct rc_path p = {
 		.av = {
@@ -106,7 +106,7 @@ static inline int side_connect(struct side *from, const struct side *to,
 			.grh = { .dgid = to->gid, .sgid_index = from->sgid,
 				 .hop_limit = 64 },
 		},
-		.mtu = IBV_MTU_1024, .dest_qpn = to->qp->qp_num,
+		.mtu = mtu, .dest_qpn = to->qp->qp_num,
 		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			  IBV_ACCESS_REMOTE_ATOMIC,
 		.rnr_retry = 7, .timeout = timeout, .retry_cnt = 7,
@@ -114,6 +114,15 @@ static inline int side_connect(struct side *from, const struct side *to,
 	};
 
 	return rc_connect(from->qp, &p);
+}
+
+/* side_connect_mtu() at path MTU 1024. */
+static inline int side_connect(struct side *from, const struct side *to,
+			       uint32_t psn, uint8_t rd_atomic,
+			       uint8_t timeout)
+{
+	return side_connect_mtu(from, to, psn, rd_atomic, timeout,
+				IBV_MTU_1024);
 }
 
 /*

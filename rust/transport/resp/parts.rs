@@ -99,9 +99,6 @@ pub(super) fn begin(
         _ => return None,
     };
     let mut inbound = Inbound { target, offset: 0 };
-    if !fits_mtu(req) {
-        return refuse(port, dest, d, req, inbound, Misfit::Length, after);
-    }
     match place(port, &inbound, req) {
         Ok(end) => {
             inbound.offset = end;
@@ -110,12 +107,6 @@ pub(super) fn begin(
         }
         Err(misfit) => refuse(port, dest, d, req, inbound, misfit, after),
     }
-}
-
-/// Whether `req`, a packet of a message of several, is as long as it must
-/// be: all but the last are a path MTU.
-fn fits_mtu(req: &Request<'_>) -> bool {
-    req.piece.last || req.data.len() == u64::from(req.mtu)
 }
 
 /// Takes `req`, a middle or last packet of a message, at `dest`.
@@ -169,7 +160,7 @@ pub(super) fn go_on(
             return (!uc).then_some(Response::Nak(Nak::InvalidRequest));
         }
     };
-    if !fits_mtu(req) {
+    if !req.piece.fits(req.data.len(), req.mtu) {
         return refuse(port, dest, &mut d, req, inbound, Misfit::Length, after);
     }
     if req.piece.last {
