@@ -440,7 +440,7 @@ fn execute_locked(
     let (response, status) = perform(port, dest, req, recv, &pace);
     if let Some(recv) = recv {
         let wc = recv_wc(dest, recv, req, status, req.len);
-        complete_locked(port, dest, d, wc, req.solicited, after);
+        complete_locked(port, dest, d, wc, req.solicited, OnError::EndQp, after);
     }
     response
 }
@@ -517,35 +517,37 @@ pub(super) fn lose_srq_receive(
     after: &mut After,
 ) {
     let wc = failed_wc(dest, wqe, WcStatus::RemoteInvalidRequest);
-    complete_going_on(port, dest, d, wc, false, after);
+    complete_locked(port, dest, d, wc, false, OnError::GoOn, after);
 }
 
-/// Completes a receive of `dest` under its lock `d`, in error or not,
-/// with `dest` going on: only an overrun moves it to the error state.
-fn complete_going_on(
-    port: &Net,
-    dest: &QpUse,
-    d: &mut QpInner,
-    wc: Wc,
-    solicited: bool,
-    after: &mut After,
-) {
-    if complete::push_going_on(port, dest.recv_cq(), wc, solicited, after) {
-        error_locked(dest, d, after);
-    }
+/// What a receive that completes in error does to its QP.
+#[derive(Clone, Copy)]
+pub(super) enum OnError {
+    /// Moves it to the error state, as every error does but these:
+    EndQp,
+    /// The QP goes on: IBA's class E error (an SRQ's receive that a UC
+    /// message took and could not fill), and a UD receive too short for
+    /// its datagram (see [`complete::push_going_on`]).
+    GoOn,
 }
 
 /// Completes a receive of `dest` under its lock `d`; a completion that
-/// fails or overruns moves `dest` to the error state, to flush.
+/// overruns its CQ, or fails with `on_error` [`OnError::EndQp`], moves
+/// `dest` to the error state, to flush.
 fn complete_locked(
     port: &Net,
     dest: &QpUse,
     d: &mut QpInner,
     wc: Wc,
     solicited: bool,
+    on_error: OnError,
     after: &mut After,
 ) {
-    if complete::push(port, dest.recv_cq(), wc, solicited, after) {
+    let push = match on_error {
+        OnError::EndQp => complete::push,
+        OnError::GoOn => complete::push_going_on,
+    };
+    if push(port, dest.recv_cq(), wc, solicited, after) {
         error_locked(dest, d, after);
     }
 }
@@ -722,12 +724,13 @@ fn datagram(
         checked
     };
     let wc = recv_wc(dest, &recv, req, status, len);
-    if status == WcStatus::LocalLength {
-        // Too long for the receive: the sender's doing, and any host may
-        // send to a UD QP. The receive fails and the QP goes on, as on
-        // hns (rxe drops the datagram and keeps the receive).
-        complete_going_on(port, dest, &mut dl, wc, req.solicited, after);
+    // Too long for the receive: the sender's doing, and any host may send
+    // to a UD QP. The receive fails and the QP goes on, as on hns (rxe
+    // drops the datagram and keeps the receive).
+    let on_error = if status == WcStatus::LocalLength {
+        OnError::GoOn
     } else {
-        complete_locked(port, dest, &mut dl, wc, req.solicited, after);
-    }
+        OnError::EndQp
+    };
+    complete_locked(port, dest, &mut dl, wc, req.solicited, on_error, after);
 }

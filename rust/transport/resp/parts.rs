@@ -10,7 +10,7 @@
 
 use super::{
     carries, complete_locked, failed_wc, in_sequence, is_from_peer, lose_srq_receive,
-    out_of_sequence, receive_at, recv_wc, Recv,
+    out_of_sequence, receive_at, recv_wc, OnError, Recv,
 };
 use crate::{
     complete::After,
@@ -271,7 +271,7 @@ fn finish(
     };
     if let Some(recv) = recv {
         let wc = recv_wc(dest, &recv, req, WcStatus::Success, end);
-        complete_locked(port, dest, d, wc, req.solicited, after);
+        complete_locked(port, dest, d, wc, req.solicited, OnError::EndQp, after);
     }
     Some(Response::Ack)
 }
@@ -318,7 +318,7 @@ fn settle(
 ) {
     if fatal || rules::acknowledged(dest.qp_type) {
         let wc = failed_wc(dest, &recv.wqe, status);
-        complete_locked(port, dest, d, wc, false, after);
+        complete_locked(port, dest, d, wc, false, OnError::EndQp, after);
     } else {
         lose(port, dest, d, recv, after);
     }
