@@ -199,17 +199,19 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
         // A probe sends the whole window again: none while it holds a
         // READ or an atomic (the head, if it left, is in it by now).
         let reads = inner.window.reads();
-        inner.retries.plan(head.budget(), refusal, reads)
+        let plan = inner.retries.plan(head.budget(), refusal, reads);
+        // Armed under the lock, as the completer arms it: an answer that
+        // comes meanwhile then ends this wait, or starts its own after it.
+        if let Plan::Wait(us) = plan {
+            qp.arm_retry(us);
+        }
+        plan
     };
     // A request that left goes on to the next, while the front's answer
     // is awaited.
     match plan {
         Plan::Fail(status) => more(transport::retries_exceeded(net, qp, &head, status, after)),
-        Plan::Wait(us) => {
-            qp.arm_retry(us);
-            more(did)
-        }
-        Plan::Idle => more(did),
+        Plan::Wait(_) | Plan::Idle => more(did),
     }
 }
 
