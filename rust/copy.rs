@@ -56,12 +56,15 @@ pub(crate) struct Pace<'a> {
 }
 
 impl Pace<'static> {
+    /// What nothing stops or refuses says.
+    pub(crate) const NEVER: &'static dyn Fn() -> bool = &|| false;
+
     /// A copy of at most a packet (an MTU), under a lock or in softirq:
     /// one chunk, no sleeping, nothing to stop for.
     pub(crate) const ONE_PACKET: Self = Self {
         may_sleep: false,
-        stop: &|| false,
-        refused: &|| false,
+        stop: Self::NEVER,
+        refused: Self::NEVER,
     };
 }
 

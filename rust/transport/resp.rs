@@ -435,7 +435,7 @@ fn execute_locked(
     let pace = Pace {
         may_sleep: false,
         stop: &|| dest.is_closing(),
-        refused: &|| false,
+        refused: Pace::NEVER,
     };
     let (response, status) = perform(port, dest, req, recv, &pace);
     if let Some(recv) = recv {

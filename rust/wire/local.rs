@@ -61,7 +61,7 @@ fn deliver(
     let pace = Pace {
         may_sleep: pace.may_sleep,
         stop: &stop,
-        refused: &|| false,
+        refused: Pace::NEVER,
     };
     transport::receive(port, dest, req, room, &pace, after)
 }
