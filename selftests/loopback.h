@@ -8,6 +8,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -281,6 +282,27 @@ static inline double mono_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Port 1's counter @name of @ctx's device, as sysfs shows it; -1 if none. */
+static inline long long port_counter(struct ibv_context *ctx, const char *name)
+{
+	long long v = -1;
+	char path[160];
+	FILE *f;
+
+	/* The core caches the values for 10 ms. */
+	usleep(50000);
+	snprintf(path, sizeof(path),
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+		 ibv_get_device_name(ctx->device), name);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
 }
 
 /*

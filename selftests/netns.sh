@@ -153,7 +153,7 @@ else
 	shape v0 v1 off
 fi
 
-path_mtu rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
+misfits rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
 window rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
 uc_loss rsoft_v0 "$g0" rsoft_v1 "$g1" v0 v1
 

@@ -424,19 +424,21 @@ uc_loss() {
 	done
 }
 
-# path_mtu D0 G0 D1 G1 DEV0 DEV1: selftests/wire/pmtu from D0's GID G0
-# (path MTU 4096) to D1's G1 (an rsoft link, path MTU 1024), the veth
-# DEV0-DEV1 (DEV1 in $ns) at MTU 9000 meanwhile: D1 refuses every packet
-# longer than its path MTU and takes nothing of it.
-path_mtu() {
+# misfits D0 G0 D1 G1 DEV0 DEV1: selftests/wire/misfit from D0's GID G0
+# to D1's G1 (an rsoft link), the veth DEV0-DEV1 (DEV1 in $ns) at MTU
+# 9000 meanwhile: D1 refuses every packet longer than its path MTU (1024)
+# and takes nothing of it, UC loses what does not fit and goes on, and D1
+# counts what it drops.
+misfits() {
 	local out rc=0
 	ip link set "$5" mtu 9000 && ip netns exec "$ns" ip link set "$6" mtu 9000 &&
-		out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/pmtu" "${@:1:4}" 2>&1) ||
+		out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/misfit" "${@:1:4}" 2>&1) ||
 		rc=$?
 	ip link set "$5" mtu 1500
 	ip netns exec "$ns" ip link set "$6" mtu 1500
 	echo "$out"
-	check "packets longer than $3's path MTU from $1: refused, memory untouched" test $rc -eq 0
+	check "requests that do not fit $3, from $1: refused, nothing placed, drops counted" \
+		test $rc -eq 0
 }
 
 # window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID

@@ -264,7 +264,7 @@ for t in "ib_read_lat -s 4096" "ib_atomic_lat"; do
 done
 
 psn_wrap "" rxe_w0 "$g0" rsoft_w1 "$g1"
-path_mtu rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
+misfits rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
 window rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
 uc_loss rxe_w0 "$g0" rsoft_w1 "$g1" w0 w1
 

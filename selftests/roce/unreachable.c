@@ -60,27 +60,6 @@ FIXTURE_TEARDOWN(unreachable)
 		ibv_close_device(self->ctx);
 }
 
-/* Port 1's counter @name of @ctx's device, as sysfs shows it; -1 if none. */
-static long long port_counter(struct ibv_context *ctx, const char *name)
-{
-	long long v = -1;
-	char path[160];
-	FILE *f;
-
-	/* The core caches the values for 10 ms. */
-	usleep(50000);
-	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
-		 ibv_get_device_name(ctx->device), name);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	if (fscanf(f, "%lld", &v) != 1)
-		v = -1;
-	fclose(f);
-	return v;
-}
-
 static int post(struct ibv_qp *qp, void *buf, uint32_t lkey, uint32_t len,
 		struct ibv_ah *ah, uint32_t qpn)
 {

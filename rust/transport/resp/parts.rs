@@ -195,6 +195,12 @@ fn end(
         // The receive is completed, not written: its SGEs need not fit.
         let (recv, ()) = receive_at(dest, d, room, |front| (front.is_some(), ()));
         let Some(Recv { wqe, sges }) = recv else {
+            // UC has no RNR NAK to send: the message is lost, as one that
+            // lost a packet is.
+            if !rules::acknowledged(dest.qp_type) {
+                after.dropped = true;
+                return None;
+            }
             // Tried again from the first packet, after the RNR timer.
             let timer = d.attr.min_rnr_timer;
             d.inbound = Some(inbound);
@@ -279,7 +285,8 @@ fn finish(
 /// Refuses `req`, a packet of `inbound` whose data does not fit or could
 /// not be placed: on RC, its receive completes in error and its requester
 /// is told, as for a message of one packet; UC loses the message, unless
-/// the receive's own memory went (see [`settle`]).
+/// the receive's own memory went (see [`settle`]), and the packet counts
+/// as dropped, as the rest of the message will.
 fn refuse(
     port: &Net,
     dest: &QpUse,
@@ -299,7 +306,9 @@ fn refuse(
         let fatal = matches!(misfit, Misfit::Memory);
         settle(port, dest, d, recv, misfit.status(), fatal, after);
     }
-    rules::acknowledged(dest.qp_type).then_some(Response::Nak(nak))
+    let acknowledged = rules::acknowledged(dest.qp_type);
+    after.dropped |= !acknowledged;
+    acknowledged.then_some(Response::Nak(nak))
 }
 
 /// Disposes of `recv`, the receive of a message of `dest` (whose lock `d`
