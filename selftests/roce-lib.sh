@@ -430,15 +430,16 @@ uc_loss() {
 # and takes nothing of it, UC loses what does not fit and goes on, and D1
 # counts what it drops.
 misfits() {
-	local out rc=0
+	local out rc=0 m0 m1
+	m0=$(<"/sys/class/net/$5/mtu") m1=$(ip netns exec "$ns" cat "/sys/class/net/$6/mtu")
 	ip link set "$5" mtu 9000 && ip netns exec "$ns" ip link set "$6" mtu 9000 &&
 		out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/misfit" "${@:1:4}" 2>&1) ||
 		rc=$?
-	ip link set "$5" mtu 1500
-	ip netns exec "$ns" ip link set "$6" mtu 1500
 	echo "$out"
 	check "requests that do not fit $3, from $1: refused, nothing placed, drops counted" \
 		test $rc -eq 0
+	check "... MTUs of $5 and $6 back to $m0 and $m1" \
+		eval "ip link set $5 mtu $m0 && ip netns exec $ns ip link set $6 mtu $m1"
 }
 
 # window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID

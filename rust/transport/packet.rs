@@ -231,8 +231,8 @@ impl Request<'_> {
 pub(crate) struct Piece {
     pub(crate) first: bool,
     pub(crate) last: bool,
-    /// It came as a packet of a wire with packets, whose payload the
-    /// path MTU bounds.
+    /// It came as one packet of a RoCEv2 message, whose payload the path
+    /// MTU bounds (the local wire carries whole messages).
     pub(crate) packet: bool,
 }
 

@@ -243,8 +243,9 @@ fn judge<'r>(
             Verdict::Nak(nak, None)
         }
     };
-    // A packet longer than it may be, or a READ or WRITE longer than any
-    // message, is malformed: neither touches memory or takes a receive.
+    // A packet not the length its place in the message asks, or a READ or
+    // WRITE longer than any message, is malformed: it touches no memory
+    // and takes no receive.
     let too_long = match req.op {
         SendOp::RdmaWrite(_) | SendOp::RdmaRead(_) => req.len > limits::MAX_MSG_SIZE,
         _ => false,

@@ -34,6 +34,10 @@ use crate::{
 enum Misfit {
     /// Beyond what the receive or the WRITE's RETH holds.
     Length,
+    /// Not the length its place in the message asks (see
+    /// [`Piece::fits`](crate::transport::Piece::fits)): the requester's
+    /// doing, as rxe fails the receive.
+    Malformed,
     /// An MR went meanwhile.
     Memory,
 }
@@ -43,6 +47,7 @@ impl Misfit {
     fn status(&self) -> WcStatus {
         match self {
             Self::Length => WcStatus::LocalLength,
+            Self::Malformed => WcStatus::RemoteInvalidRequest,
             Self::Memory => WcStatus::LocalProtection,
         }
     }
@@ -105,7 +110,7 @@ pub(super) fn begin(
             d.inbound = Some(inbound);
             Some(Response::Ack)
         }
-        Err(misfit) => refuse(port, dest, d, req, inbound, misfit, after),
+        Err(misfit) => refuse(port, dest, d, inbound, misfit, after),
     }
 }
 
@@ -161,7 +166,7 @@ pub(super) fn go_on(
         }
     };
     if !req.piece.fits(req.data.len(), req.mtu) {
-        return refuse(port, dest, &mut d, req, inbound, Misfit::Length, after);
+        return refuse(port, dest, &mut d, inbound, Misfit::Malformed, after);
     }
     if req.piece.last {
         return end(port, dest, &mut d, req, inbound, room, after);
@@ -175,7 +180,7 @@ pub(super) fn go_on(
             });
             Some(Response::Ack)
         }
-        Err(misfit) => refuse(port, dest, &mut d, req, inbound, misfit, after),
+        Err(misfit) => refuse(port, dest, &mut d, inbound, misfit, after),
     }
 }
 
@@ -241,7 +246,7 @@ fn finish(
                 };
                 settle(port, dest, d, recv, misfit.status(), false, after);
             }
-            return refuse(port, dest, d, req, inbound, misfit, after);
+            return refuse(port, dest, d, inbound, misfit, after);
         }
     };
     d.resp_psn = req.psn.next();
@@ -282,7 +287,7 @@ fn finish(
     Some(Response::Ack)
 }
 
-/// Refuses `req`, a packet of `inbound` whose data does not fit or could
+/// Refuses a packet of `inbound` whose data does not fit or could
 /// not be placed: on RC, its receive completes in error and its requester
 /// is told, as for a message of one packet; UC loses the message, unless
 /// the receive's own memory went (see [`settle`]), and the packet counts
@@ -291,17 +296,19 @@ fn refuse(
     port: &Net,
     dest: &QpUse,
     d: &mut QpInner,
-    req: &Request<'_>,
     inbound: Inbound,
     misfit: Misfit,
     after: &mut After,
 ) -> Option<Response> {
     let nak = match (&misfit, &inbound.target) {
-        (Misfit::Length, _) => Nak::InvalidRequest,
+        (Misfit::Length | Misfit::Malformed, _) => Nak::InvalidRequest,
         (Misfit::Memory, Target::Recv { .. }) => Nak::RemoteOperation,
         (Misfit::Memory, Target::Write { .. }) => Nak::RemoteAccess,
     };
-    d.resp_psn = req.psn.next();
+    // The expected PSN stays the refused packet's: should the NAK be lost,
+    // the packet sent again is refused again (its message is gone), where
+    // a duplicate would be acknowledged, and a WRITE of which nothing past
+    // its first packets was placed would complete as a success.
     if let Some(recv) = inbound.into_recv() {
         let fatal = matches!(misfit, Misfit::Memory);
         settle(port, dest, d, recv, misfit.status(), fatal, after);
