@@ -55,16 +55,17 @@ pub(crate) struct Pace<'a> {
     pub(crate) refused: &'a dyn Fn() -> bool,
 }
 
-impl Pace<'static> {
-    /// What nothing stops or refuses says.
-    pub(crate) const NEVER: &'static dyn Fn() -> bool = &|| false;
+/// The `stop` or `refused` of a copy or a run of packets that nothing can
+/// cut short: its QP cannot go meanwhile, or no answer refuses it.
+pub(crate) const NEVER: &dyn Fn() -> bool = &|| false;
 
+impl Pace<'static> {
     /// A copy of at most a packet (an MTU), under a lock or in softirq:
     /// one chunk, no sleeping, nothing to stop for.
     pub(crate) const ONE_PACKET: Self = Self {
         may_sleep: false,
-        stop: Self::NEVER,
-        refused: Self::NEVER,
+        stop: NEVER,
+        refused: NEVER,
     };
 }
 

@@ -16,7 +16,7 @@ use super::{
 };
 use crate::{
     complete::{self, After},
-    copy::{check_sges, write_sges, BadSge, Pace},
+    copy::{self, check_sges, write_sges, BadSge, Pace},
     counters::Counter,
     grh::{self, GRH_LEN},
     ib::{self, Access, PdId, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
@@ -436,7 +436,7 @@ fn execute_locked(
     let pace = Pace {
         may_sleep: false,
         stop: &|| dest.is_closing(),
-        refused: Pace::NEVER,
+        refused: copy::NEVER,
     };
     let (response, status) = perform(port, dest, req, recv, &pace);
     if let Some(recv) = recv {
@@ -524,7 +524,8 @@ pub(super) fn lose_srq_receive(
 /// What a receive that completes in error does to its QP.
 #[derive(Clone, Copy)]
 pub(super) enum OnError {
-    /// Moves it to the error state, as every error does but these:
+    /// Moves it to the error state, as every error does but those of
+    /// [`OnError::GoOn`].
     EndQp,
     /// The QP goes on: IBA's class E error (an SRQ's receive that a UC
     /// message took and could not fill), and a UD receive too short for

@@ -12,7 +12,7 @@ use super::{
     frame::{self, Ext, Frame},
 };
 use crate::{
-    copy::Pace,
+    copy,
     counters::Counter,
     ib::Grh,
     net::Net,
@@ -196,7 +196,7 @@ fn emit(port: &Net, src: Qpn, reply: &Reply, most: u32) -> (u32, bool) {
                 reply_frame(src, reply, opcode, ext, reply.psn.add(i), data)
             };
             let count = end.saturating_sub(sent);
-            frame::send_run(port, &reply.route, count, Pace::NEVER, packet);
+            frame::send_run(port, &reply.route, count, copy::NEVER, packet);
             return (end, end == packets);
         }
     };

@@ -9,7 +9,7 @@
 use super::Roce;
 use crate::{
     complete::After,
-    copy::Pace,
+    copy::{self, Pace},
     net::Net,
     qp::QpUse,
     scratch::Buf,
@@ -61,7 +61,7 @@ fn deliver(
     let pace = Pace {
         may_sleep: pace.may_sleep,
         stop: &stop,
-        refused: Pace::NEVER,
+        refused: copy::NEVER,
     };
     transport::receive(port, dest, req, room, &pace, after)
 }

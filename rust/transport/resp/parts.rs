@@ -289,9 +289,10 @@ fn finish(
 
 /// Refuses a packet of `inbound` whose data does not fit or could
 /// not be placed: on RC, its receive completes in error and its requester
-/// is told, as for a message of one packet; UC loses the message, unless
-/// the receive's own memory went (see [`settle`]), and the packet counts
-/// as dropped, as the rest of the message will.
+/// is told, as for a message of one packet; UC loses the message, and the
+/// packet counts as dropped, as the rest of the message will, unless the
+/// receive's own memory went, which fails the QP (see [`settle`]) as it
+/// would with a first packet.
 fn refuse(
     port: &Net,
     dest: &QpUse,
@@ -300,21 +301,20 @@ fn refuse(
     misfit: Misfit,
     after: &mut After,
 ) -> Option<Response> {
-    let nak = match (&misfit, &inbound.target) {
-        (Misfit::Length | Misfit::Malformed, _) => Nak::InvalidRequest,
-        (Misfit::Memory, Target::Recv { .. }) => Nak::RemoteOperation,
-        (Misfit::Memory, Target::Write { .. }) => Nak::RemoteAccess,
+    let (nak, fails_qp) = match (&misfit, &inbound.target) {
+        (Misfit::Length | Misfit::Malformed, _) => (Nak::InvalidRequest, false),
+        (Misfit::Memory, Target::Recv { .. }) => (Nak::RemoteOperation, true),
+        (Misfit::Memory, Target::Write { .. }) => (Nak::RemoteAccess, false),
     };
     // The expected PSN stays the refused packet's: should the NAK be lost,
     // the packet sent again is refused again (its message is gone), where
     // a duplicate would be acknowledged, and a WRITE of which nothing past
     // its first packets was placed would complete as a success.
     if let Some(recv) = inbound.into_recv() {
-        let fatal = matches!(misfit, Misfit::Memory);
-        settle(port, dest, d, recv, misfit.status(), fatal, after);
+        settle(port, dest, d, recv, misfit.status(), fails_qp, after);
     }
     let acknowledged = rules::acknowledged(dest.qp_type);
-    after.dropped |= !acknowledged;
+    after.dropped |= !acknowledged && !fails_qp;
     acknowledged.then_some(Response::Nak(nak))
 }
 
