@@ -432,14 +432,18 @@ uc_loss() {
 misfits() {
 	local out rc=0 m0 m1
 	m0=$(<"/sys/class/net/$5/mtu") m1=$(ip netns exec "$ns" cat "/sys/class/net/$6/mtu")
-	ip link set "$5" mtu 9000 && ip netns exec "$ns" ip link set "$6" mtu 9000 &&
+	veth_mtus "$5" 9000 "$6" 9000 &&
 		out=$(timeout -k 5 $T "$(dirname "${BASH_SOURCE[0]}")/build/wire/misfit" "${@:1:4}" 2>&1) ||
 		rc=$?
 	echo "$out"
 	check "requests that do not fit $3, from $1: refused, nothing placed, drops counted" \
 		test $rc -eq 0
-	check "... MTUs of $5 and $6 back to $m0 and $m1" \
-		eval "ip link set $5 mtu $m0 && ip netns exec $ns ip link set $6 mtu $m1"
+	check "... MTUs of $5 and $6 back to $m0 and $m1" veth_mtus "$5" "$m0" "$6" "$m1"
+}
+
+# veth_mtus D0 M0 D1 M1: the MTU of D0 here M0, of D1 in $ns M1.
+veth_mtus() {
+	ip link set "$1" mtu "$2" && ip netns exec "$ns" ip link set "$3" mtu "$4"
 }
 
 # window D0 G0 D1 G1 DEV0 DEV1: selftests/wire/window between D0's GID
