@@ -245,11 +245,11 @@ impl Piece {
     };
 
     /// Whether `carried` bytes of payload are what a packet like this one
-    /// may carry at path MTU `mtu` (IBA 9.7.6.1.2, as rxe checks it): each
-    /// packet of a message but the last exactly the MTU, the last at least
-    /// a byte, and none more than the MTU. A longer packet would make the
-    /// responder's MTU, and the PSNs of a READ's response that follow
-    /// from it, mean nothing.
+    /// may carry at path MTU `mtu`, as rxe's `rxe_resp_check_length()`
+    /// has it: each packet of a message but the last exactly the MTU, the
+    /// last at least a byte, and none more than the MTU. A longer packet
+    /// would make the responder's MTU, and the PSNs of a READ's response
+    /// that follow from it, mean nothing.
     pub(crate) fn fits(&self, carried: u64, mtu: u32) -> bool {
         let mtu = u64::from(mtu);
         match (self.packet, self.first, self.last) {

@@ -7,10 +7,10 @@
  * responder's memory and receive, and how many of the packets DEV1 counts
  * as dropped (wire_receive_drops):
  *   - a packet longer than the responder's path MTU is malformed to it
- *     (IBA 9.7.6.1.2, as rxe checks it): cut at a path MTU of 4096, an RC
- *     WRITE of one packet and an RC SEND of two fail with REM_INV_REQ_ERR
- *     (NAKed, not dropped) and neither writes memory nor takes the
- *     receive; a UC WRITE of one such packet is dropped;
+ *     (as rxe's rxe_resp_check_length() has it): cut at a path MTU of
+ *     4096, an RC WRITE of one packet and an RC SEND of two fail with
+ *     REM_INV_REQ_ERR (NAKed, not dropped) and neither writes memory nor
+ *     takes the receive; a UC WRITE of one such packet is dropped;
  *   - UC loses a message that does not fit and goes on (IBA's class D1):
  *     a SEND of 4 packets into a 2048-byte receive (its third packet does
  *     not fit, the fourth has no message to go on), and a WRITE with
