@@ -64,7 +64,7 @@ pub(crate) use netdev::{EthLink, Namespace, NetDev, NetDevRef};
 pub(crate) use params::{param_devices, param_provider};
 pub(crate) use percpu::PerCpuCounters;
 pub(crate) use qp::{
-    MigState, QpCap, QpInitAttr, QpModify, QpNotifier, QpOps, QpQuery, QpState, QpType,
+    MigState, QpCap, QpFault, QpInitAttr, QpModify, QpNotifier, QpOps, QpQuery, QpState, QpType,
 };
 pub(crate) use qp_name::{QpId, QpName, WcQp};
 pub(crate) use res::DriverAttrs;

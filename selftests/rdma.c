@@ -150,15 +150,33 @@ TEST_F(rdma, atomics)
 	EXPECT_EQ(7, *word);
 }
 
-/* Each violation: REM_* error on the requester, which goes to ERR. */
+/*
+ * Each violation: REM_* error on the requester, which goes to ERR, and the
+ * responder too (IBA's class C error, as rxe and hardware have it), which
+ * says why in an affiliated event, as it takes no receive to say it in,
+ * and flushes the receive posted after.
+ */
 static void expect_remote_error(struct __test_metadata *_metadata,
 				struct loopback *lb, enum ibv_wc_status status)
 {
+	enum ibv_event_type why = status == IBV_WC_REM_ACCESS_ERR ?
+				  IBV_EVENT_QP_ACCESS_ERR : IBV_EVENT_QP_REQ_ERR;
 	struct ibv_wc wc = poll1(lb->scq);
+	struct ibv_async_event ev;
 
 	EXPECT_EQ(status, wc.status);
 	EXPECT_EQ(lb->a->qp_num, wc.qp_num);
 	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->a));
+	EXPECT_EQ(IBV_QPS_ERR, qp_state(lb->b));
+	ASSERT_EQ(0, wait_async(lb->ctx, &ev, 5000)) TH_LOG("no async event");
+	EXPECT_EQ(why, ev.event_type);
+	EXPECT_EQ(lb->b, ev.element.qp);
+	ibv_ack_async_event(&ev);
+	EXPECT_EQ(-1, wait_async(lb->ctx, &ev, 0)) TH_LOG("a second event");
+	ASSERT_EQ(0, post_recv(lb, lb->b, 9, 0, 16));
+	ASSERT_EQ(1, poll_wait(lb->rcq, &wc, 5)) TH_LOG("no flush");
+	EXPECT_EQ(9, wc.wr_id);
+	EXPECT_EQ(IBV_WC_WR_FLUSH_ERR, wc.status);
 }
 
 TEST_F(rdma, bad_rkey)

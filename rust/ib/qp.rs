@@ -37,6 +37,28 @@ impl QpNotifier {
     pub(crate) fn sq_drained(&self) {
         self.raise(bindings::ib_event_type_IB_EVENT_SQ_DRAINED);
     }
+
+    /// Raises the affiliated asynchronous error that `fault` names: the
+    /// QP entered the error state for it, and no completion says why.
+    pub(crate) fn fault(&self, fault: QpFault) {
+        self.raise(match fault {
+            QpFault::InvalidRequest => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+            QpFault::Access => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+            QpFault::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
+        });
+    }
+}
+
+/// Why a QP's responder ended the QP, as its consumer hears it
+/// (`IBV_EVENT_QP_REQ_ERR`, `_ACCESS_ERR`, `_FATAL`).
+#[derive(Clone, Copy)]
+pub(crate) enum QpFault {
+    /// Its requester broke the transport's rules (an invalid request).
+    InvalidRequest,
+    /// A request named memory it may not touch (a remote access error).
+    Access,
+    /// The QP could not carry on (a remote operational error).
+    Fatal,
 }
 
 /// Transport service (`enum ib_qp_type`), the ones rsoft implements.

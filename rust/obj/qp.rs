@@ -21,7 +21,7 @@ use crate::{
     cq::RsoftCq,
     flight::Window,
     ib::{
-        Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpId, QpInitAttr, QpModify,
+        Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpFault, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
     },
     inbound::{Inbound, Taken},
@@ -477,6 +477,11 @@ impl QpInner {
                 self.retries = Retries::default();
                 self.window.clear();
                 self.inbound = None;
+            }
+            // The consumer's move stops the answers still queued (a long
+            // READ's); the responder's own move to ERR sends them, the NAK
+            // that ended it last (see `send_answers`).
+            if matches!(next, QpState::Reset | QpState::Error) {
                 self.replies.clear();
             }
             // Entering SQD, the send queue starts to drain; it says so once.
@@ -506,13 +511,34 @@ impl QpUse {
     /// its consumer learns through the Last WQE Reached event once the
     /// receives it took are complete.
     pub(crate) fn enter_error(&self, inner: &mut QpInner) {
+        self.end(inner, None);
+    }
+
+    /// Moves the QP (whose lock `inner` is) to the error state for
+    /// `fault`, which its responder found in a request, and tells its
+    /// consumer why: no completion does. Returns whether it entered the
+    /// state now; one that was in it already (a receive completed in error
+    /// for the same request said why) hears nothing more.
+    pub(crate) fn fail(&self, inner: &mut QpInner, fault: QpFault) -> bool {
+        self.end(inner, Some(fault))
+    }
+
+    /// Moves the QP (whose lock `inner` is) to the error state, and says
+    /// why (`fault`) before a QP on an SRQ may say it took its last
+    /// receive, as hardware orders them. Returns whether it entered the
+    /// state now.
+    fn end(&self, inner: &mut QpInner, fault: Option<QpFault>) -> bool {
         if inner.state == QpState::Error {
-            return;
+            return false;
         }
         inner.state = QpState::Error;
+        if let Some(fault) = fault {
+            self.0.notifier.fault(fault);
+        }
         if inner.rq_busy == 0 {
             self.last_wqe_reached();
         }
+        true
     }
 
     /// One of the receives counted in `rq_busy` of the QP (whose lock

@@ -8,7 +8,7 @@
 use crate::{
     counters::Counter,
     flight,
-    ib::{Datagram, Gid, Key, Mtu, Remote, SendOp},
+    ib::{Datagram, Gid, Key, Mtu, QpFault, Remote, SendOp},
     net::Link,
     payload::Payload,
     psn::Psn,
@@ -308,6 +308,18 @@ impl Nak {
             Self::InvalidRequest => 0x61,
             Self::RemoteAccess => 0x62,
             Self::RemoteOperation => 0x63,
+        }
+    }
+
+    /// What the RC responder that sends this NAK suffered, if it ends the
+    /// QP: every NAK but a PSN sequence error's and an RNR NAK (IBA's
+    /// class A and C errors; rxe's do_class_ac_error()).
+    pub(crate) fn fault(self) -> Option<QpFault> {
+        match self {
+            Self::Rnr(_) | Self::Sequence { .. } => None,
+            Self::InvalidRequest => Some(QpFault::InvalidRequest),
+            Self::RemoteAccess => Some(QpFault::Access),
+            Self::RemoteOperation => Some(QpFault::Fatal),
         }
     }
 }

@@ -40,7 +40,8 @@ struct Recv<'r> {
 enum Verdict<'r> {
     /// Execute it, with the receive it takes, if any.
     Execute(Option<Recv<'r>>),
-    /// Executed before: answered again, never executed again.
+    /// Executed before: answered again, never executed again; or a
+    /// duplicate READ refused, NAKed.
     Answer(Response),
     /// Refused; a receive it took completes in error with the status.
     Nak(Nak, Option<(Recv<'r>, WcStatus)>),
@@ -70,7 +71,8 @@ pub(crate) fn receive(
     let verdict = match judge(port, dest, &mut d, req, room, after) {
         Verdict::Execute(recv) if !req.piece.last => {
             let recv = recv.map(|r| (r.wqe, r.sges.len()));
-            return parts::begin(port, dest, &mut d, req, recv, room, after);
+            let response = parts::begin(port, dest, &mut d, req, recv, room, after);
+            return answer_locked(dest, &mut d, response, after);
         }
         verdict => verdict,
     };
@@ -90,6 +92,13 @@ pub(crate) fn receive(
     // Reached event, wait for it.
     if let Verdict::Execute(Some(_)) | Verdict::Nak(_, Some(_)) = &verdict {
         d.rq_busy += 1;
+    }
+    match &verdict {
+        // The receive says why as it completes, with no lock held; the QP
+        // takes no request meanwhile.
+        Verdict::Nak(_, Some(_)) => dest.enter_error(&mut d),
+        Verdict::Nak(nak, None) => end_on_nak(dest, &mut d, *nak, after),
+        _ => {}
     }
     drop(d);
     match verdict {
@@ -115,6 +124,36 @@ pub(crate) fn receive(
             }
             response => Some(response),
         },
+    }
+}
+
+/// Ends `dest` (whose lock `d` is) if its answer to a request, `response`,
+/// is a NAK that ends it, and returns the answer.
+fn answer_locked(
+    dest: &QpUse,
+    d: &mut QpInner,
+    response: Option<Response>,
+    after: &mut After,
+) -> Option<Response> {
+    if let Some(Response::Nak(nak)) = &response {
+        end_on_nak(dest, d, *nak, after);
+    }
+    response
+}
+
+/// Ends `dest`, whose lock `d` is held since it decided on `nak`, if
+/// `nak` ends it: an RC responder that refuses a request as invalid, or
+/// for its access or its receive, enters the error state with its
+/// requester, as IBA's responder classes A and C have it (and rxe and
+/// hardware do). It takes nothing more from a peer that broke the rules,
+/// and its consumer learns why from a receive completed in error or else
+/// an affiliated event. Under the same lock hold, so that a QP reset and
+/// connected again meanwhile is not ended for its past.
+fn end_on_nak(dest: &QpUse, d: &mut QpInner, nak: Nak, after: &mut After) {
+    if let Some(fault) = nak.fault() {
+        if dest.fail(d, fault) {
+            run_after(dest, after);
+        }
     }
 }
 
@@ -236,12 +275,13 @@ fn judge<'r>(
         }
     }
     let fresh = seq == Sequence::Expected;
-    let nak = |nak| {
-        if uc {
-            Verdict::Drop
-        } else {
-            Verdict::Nak(nak, None)
-        }
+    // A duplicate READ refused (its MR went since, say) is NAKed but
+    // leaves the QP as it is: it may be stale, reordered, or another QP's
+    // of the peer host, as the wire names none.
+    let nak = |nak| match (uc, fresh) {
+        (true, _) => Verdict::Drop,
+        (false, true) => Verdict::Nak(nak, None),
+        (false, false) => Verdict::Answer(Response::Nak(nak)),
     };
     // A packet not the length its place in the message asks, or a READ or
     // WRITE longer than any message, is malformed: it touches no memory
@@ -558,6 +598,11 @@ fn complete_locked(
 /// after the step, to flush.
 fn error_locked(dest: &QpUse, d: &mut QpInner, after: &mut After) {
     dest.enter_error(d);
+    run_after(dest, after);
+}
+
+/// Has `dest` run after the step (to flush), unless it is being destroyed.
+fn run_after(dest: &QpUse, after: &mut After) {
     if let Some(dest) = dest.arc().enter() {
         after.kick(dest);
     }
@@ -656,9 +701,7 @@ fn complete_recv(
     let mut kick = complete::complete(port, dest, dest.recv_cq(), wc, req.solicited, after);
     kick |= dest.receive_done(&mut dest.inner.lock());
     if kick {
-        if let Some(dest) = dest.arc().enter() {
-            after.kick(dest);
-        }
+        run_after(dest, after);
     }
 }
 

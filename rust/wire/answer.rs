@@ -138,17 +138,16 @@ fn ends_before(reply: &Reply, psn: Psn) -> bool {
 }
 
 /// Sends up to [`BATCH`] packets of the answers that wait for `qp`, a QP
-/// of `port`, from its worker; returns whether some still wait. A QP that
-/// takes no more requests answers nothing more.
+/// of `port`, from its worker; returns whether some still wait. A QP
+/// that its responder moved to the error state still sends the answers it
+/// decided on before, the NAK that ended it last (its requester, told
+/// nothing, would retry until its retries ran out, a READ before the NAK
+/// included); a consumer's move to ERR or RESET discards them.
 pub(crate) fn send_answers(port: &Net, qp: &QpUse) -> bool {
     let mut budget = BATCH;
     while budget > 0 {
         let (turn, reply) = {
-            let mut inner = qp.inner.lock();
-            if !transport::takes_requests(inner.state) {
-                inner.replies.clear();
-                return false;
-            }
+            let inner = qp.inner.lock();
             match inner.replies.oldest() {
                 Some(oldest) => oldest,
                 None => return false,

@@ -408,13 +408,16 @@ static int run_one(struct lane *l, int s, const struct mwr *w)
 		need = IBV_ACCESS_REMOTE_READ;
 	else if (is_atomic(w->op))
 		need = IBV_ACCESS_REMOTE_ATOMIC;
+	/* An RC responder that refuses a request goes to ERR too. */
 	if (is_atomic(w->op) && w->raddr % 8) {
+		model_qp_error(l, to);
 		fail_send(l, s, w, IBV_WC_REM_INV_REQ_ERR);
 		return 1;
 	}
 	if (need && len && !remote_ok(l, w->raddr, w->rkey, len, need)) {
 		if (!rc)
 			goto sent;	/* UC: the responder drops it */
+		model_qp_error(l, to);
 		fail_send(l, s, w, IBV_WC_REM_ACCESS_ERR);
 		return 1;
 	}

@@ -5,12 +5,14 @@
  * 4096-byte packets (see side.h for the rest). Each case has QPs of its
  * own, and says what the requester's completion is, what becomes of the
  * responder's memory and receive, and how many of the packets DEV1 counts
- * as dropped (wire_receive_drops):
+ * as dropped (wire_receive_drops; of a refused RC message, those that
+ * left before its NAK came back, at most):
  *   - a packet longer than the responder's path MTU is malformed to it
  *     (as rxe's rxe_resp_check_length() has it): cut at a path MTU of
  *     4096, an RC WRITE of one packet and an RC SEND of two fail with
  *     REM_INV_REQ_ERR (NAKed, not dropped) and neither writes memory nor
- *     takes the receive; a UC WRITE of one such packet is dropped;
+ *     takes the receive, which flushes as the responder ends (IBA's class
+ *     C error, as rxe has it); a UC WRITE of one such packet is dropped;
  *   - UC loses a message that does not fit and goes on (IBA's class D1):
  *     a SEND of 4 packets into a 2048-byte receive (its third packet does
  *     not fit, the fourth has no message to go on), and a WRITE with
@@ -18,7 +20,8 @@
  *     RNR NAK). Each UC QP then takes a 64-byte SEND whole, and nothing
  *     else completes (the SEND's receive, kept, serves it).
  * The same requests at the responder's MTU arrive whole, so that the
- * set-up itself is checked. Prints one line per case and exits 0 when all
+ * set-up itself is checked. Last, a long READ and then a WRITE with a bad
+ * R_Key (see read_then_refused()). Prints one line per case and exits 0 when all
  * pass.
  */
 #include <arpa/inet.h>
@@ -29,6 +32,7 @@
 #define LEN	8192
 #define SHORT	64
 #define FENCE	4096	/* where a fresh receive takes the next SEND */
+#define LONG_READ	(32 * 1024)	/* 32 packets at path MTU 1024 */
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* What a case leaves in the responder's memory. */
@@ -44,7 +48,7 @@ struct misfit {
 	enum ibv_wc_status status;	/* the requester's completion */
 	enum memory memory;
 	int received;		/* the receive completes, successfully */
-	int drops;		/* wire_receive_drops at DEV1 */
+	int drops;		/* wire_receive_drops at DEV1; RC: at most */
 };
 
 static const struct misfit misfits[] = {
@@ -55,7 +59,7 @@ static const struct misfit misfits[] = {
 	{ "RC SEND of 8192 bytes at path MTU 1024", 0, IBV_WR_SEND,
 	  8192, IBV_MTU_1024, LEN, IBV_WC_SUCCESS, ARRIVES, 1, 0 },
 	{ "RC SEND of 8192 bytes, its first packet 4096", 0, IBV_WR_SEND,
-	  8192, IBV_MTU_4096, LEN, IBV_WC_REM_INV_REQ_ERR, UNTOUCHED, 0, 0 },
+	  8192, IBV_MTU_4096, LEN, IBV_WC_REM_INV_REQ_ERR, UNTOUCHED, 0, 1 },
 	{ "UC WRITE of 4096 bytes at path MTU 1024", SIDE_UC,
 	  IBV_WR_RDMA_WRITE, 4096, IBV_MTU_1024, 0, IBV_WC_SUCCESS, ARRIVES,
 	  0, 0 },
@@ -120,6 +124,28 @@ static int next_send_whole(struct side *a, struct side *b, int kept)
 	return ibv_poll_cq(b->cq, 1, &wc);
 }
 
+/*
+ * Whether @b's RC QP ended, as a responder that refused a request does
+ * (IBA's class C error): it is in ERR, says why in an affiliated event,
+ * and flushes the receive it did not take (@posted).
+ */
+static int responder_ended(struct side *b, int posted,
+			   enum ibv_event_type why_due)
+{
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+	int why;
+
+	if (qp_state(b->qp) != IBV_QPS_ERR || wait_async(b->ctx, &ev, 5000))
+		return -1;
+	why = ev.event_type == why_due && ev.element.qp == b->qp;
+	ibv_ack_async_event(&ev);
+	if (!why || (posted && (poll_wait(b->cq, &wc, 10) != 1 ||
+				wc.status != IBV_WC_WR_FLUSH_ERR)))
+		return -1;
+	return ibv_poll_cq(b->cq, 1, &wc);
+}
+
 /* Runs @c on fresh QPs of the devices @argv names; 0 when it passes. */
 static int run(const struct misfit *c, char **argv)
 {
@@ -160,6 +186,11 @@ static int run(const struct misfit *c, char **argv)
 			       c->name);
 			goto out;
 		}
+	} else if (c->status != IBV_WC_SUCCESS) {
+		if (responder_ended(b, c->recv_len != 0, IBV_EVENT_QP_REQ_ERR)) {
+			printf("# %s: the responder did not end\n", c->name);
+			goto out;
+		}
 	} else {
 		/* The responder completes its receive before it answers. */
 		got = ibv_poll_cq(b->cq, 1, &wc);
@@ -177,8 +208,12 @@ static int run(const struct misfit *c, char **argv)
 		goto out;
 	}
 	/* (Each packet sent was taken by now: answered, or fenced on UC.) */
+	/*
+	 * The packets of a refused RC message that left before its NAK came
+	 * back find the responder in ERR, and are dropped.
+	 */
 	drops = port_counter(b->ctx, "wire_receive_drops") - drops;
-	if (drops != c->drops) {
+	if (c->flags & SIDE_UC ? drops != c->drops : drops > c->drops) {
 		printf("# %s: %lld packets dropped, not %d\n", c->name, drops,
 		       c->drops);
 		goto out;
@@ -190,9 +225,66 @@ out:
 	return rc;
 }
 
+/*
+ * A READ of LONG_READ bytes, whose responses wait in the responder's queue
+ * of answers (more than a softirq sends), then, in the same list, a WRITE
+ * with a bad R_Key, whose NAK ends the responder behind them: the READ
+ * completes with its data and the WRITE with REM_ACCESS_ERR (had the
+ * responder dropped what it queued as it ended, the READ would retry into
+ * a QP in ERR, to RETRY_EXC_ERR). 0 when that holds.
+ */
+static int read_then_refused(char **argv)
+{
+	struct side s[2] = {};
+	struct side *a = &s[0], *b = &s[1];
+	struct ibv_sge sge[2];
+	struct ibv_send_wr wr[2] = {}, *bad;
+	struct ibv_wc wc[2];
+	int rc = -1, n = 0;
+
+	for (int i = 0; i < 2; i++)
+		if (side_open(&s[i], argv[1 + 2 * i], atoi(argv[2 + 2 * i]),
+			      2 * LONG_READ, 4, 0))
+			goto out;
+	if (side_connect(a, b, 0, 1, 14) || side_connect(b, a, 0, 1, 14))
+		goto out;
+	for (uint32_t i = 0; i < LONG_READ; i++)
+		b->buf[i] = (unsigned char)(i * 5 + 3);
+	for (int i = 0; i < 2; i++) {
+		sge[i] = (struct ibv_sge){ (uintptr_t)a->buf + i * LONG_READ,
+					   i ? SHORT : LONG_READ, a->mr->lkey };
+		wr[i] = (struct ibv_send_wr){
+			.wr_id = 1 + i, .sg_list = &sge[i], .num_sge = 1,
+			.opcode = i ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ,
+			.send_flags = IBV_SEND_SIGNALED,
+			.wr.rdma = { (uintptr_t)b->buf, b->mr->rkey + (i << 8) },
+			.next = i ? NULL : &wr[1],
+		};
+	}
+	if (ibv_post_send(a->qp, wr, &bad))
+		goto out;
+	while (n < 2 && poll_wait(a->cq, &wc[n], 60) == 1)
+		n++;
+	if (n < 2 || wc[0].wr_id != 1 || wc[0].status != IBV_WC_SUCCESS ||
+	    memcmp(a->buf, b->buf, LONG_READ) || wc[1].wr_id != 2 ||
+	    wc[1].status != IBV_WC_REM_ACCESS_ERR) {
+		printf("# READ then refused WRITE: %d completions, %s and %s\n",
+		       n, n > 0 ? ibv_wc_status_str(wc[0].status) : "-",
+		       n > 1 ? ibv_wc_status_str(wc[1].status) : "-");
+		goto out;
+	}
+	rc = responder_ended(b, 0, IBV_EVENT_QP_ACCESS_ERR);
+	if (rc)
+		printf("# READ then refused WRITE: the responder did not end\n");
+out:
+	side_close(b);
+	side_close(a);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
-	int failed = 0;
+	int failed = 0, rc;
 
 	if (argc != 5) {
 		fprintf(stderr, "usage: %s DEV0 GIDX0 DEV1 GIDX1\n", argv[0]);
@@ -201,10 +293,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(misfits); i++) {
 		const char *verdict = misfits[i].memory == ARRIVES ?
 				      "data intact" : "refused";
-		int rc = run(&misfits[i], argv);
+		rc = run(&misfits[i], argv);
 
 		printf("# %s: %s\n", misfits[i].name, rc ? "FAILED" : verdict);
 		failed |= rc;
 	}
+	rc = read_then_refused(argv);
+	printf("# a long READ, then a WRITE refused: %s\n",
+	       rc ? "FAILED" : "both complete as due");
+	failed |= rc;
 	return failed ? 1 : 0;
 }

@@ -9,8 +9,8 @@
 //! most an MTU and is placed under the responder's lock.
 
 use super::{
-    carries, complete_locked, failed_wc, in_sequence, is_from_peer, lose_srq_receive,
-    out_of_sequence, receive_at, recv_wc, OnError, Recv,
+    answer_locked, carries, complete_locked, failed_wc, in_sequence, is_from_peer,
+    lose_srq_receive, out_of_sequence, receive_at, recv_wc, OnError, Recv,
 };
 use crate::{
     complete::After,
@@ -122,26 +122,40 @@ pub(super) fn go_on(
     room: &mut Buf<SgeCopy>,
     after: &mut After,
 ) -> Option<Response> {
-    let uc = !rules::acknowledged(dest.qp_type);
     let mut d = dest.inner.lock();
+    let response = next(port, dest, &mut d, req, room, after);
+    answer_locked(dest, &mut d, response, after)
+}
+
+/// Takes `req`, a middle or last packet of a message, at `dest`, whose
+/// lock `d` is.
+fn next(
+    port: &Net,
+    dest: &QpUse,
+    d: &mut QpInner,
+    req: &Request<'_>,
+    room: &mut Buf<SgeCopy>,
+    after: &mut After,
+) -> Option<Response> {
+    let uc = !rules::acknowledged(dest.qp_type);
     if d.attr.dest_qpn != req.src.qpn.num()
         || !carries(dest, req)
         || !rules::takes_requests(d.state)
-        || !is_from_peer(&d, req)
+        || !is_from_peer(d, req)
     {
         after.dropped = true;
         return None;
     }
     match req.psn.against(d.resp_psn) {
-        Sequence::Expected => in_sequence(&mut d),
+        Sequence::Expected => in_sequence(d),
         // UC: a packet was lost, and with it the message.
         _ if uc => {
-            abandon(port, dest, &mut d, after);
+            abandon(port, dest, d, after);
             after.dropped = true;
             return None;
         }
         Sequence::Ahead => {
-            let nak = out_of_sequence(&mut d, req.psn);
+            let nak = out_of_sequence(d, req.psn);
             after.dropped |= nak.is_none();
             return nak.map(Response::Nak);
         }
@@ -160,16 +174,16 @@ pub(super) fn go_on(
         // Out of order: no first packet, or another message's.
         other => {
             d.inbound = other;
-            abandon(port, dest, &mut d, after);
+            abandon(port, dest, d, after);
             after.dropped |= uc;
             return (!uc).then_some(Response::Nak(Nak::InvalidRequest));
         }
     };
     if !req.piece.fits(req.data.len(), req.mtu) {
-        return refuse(port, dest, &mut d, inbound, Misfit::Malformed, after);
+        return refuse(port, dest, d, inbound, Misfit::Malformed, after);
     }
     if req.piece.last {
-        return end(port, dest, &mut d, req, inbound, room, after);
+        return end(port, dest, d, req, inbound, room, after);
     }
     match place(port, &inbound, req) {
         Ok(end) => {
@@ -180,7 +194,7 @@ pub(super) fn go_on(
             });
             Some(Response::Ack)
         }
-        Err(misfit) => refuse(port, dest, &mut d, inbound, misfit, after),
+        Err(misfit) => refuse(port, dest, d, inbound, misfit, after),
     }
 }
 
@@ -306,10 +320,11 @@ fn refuse(
         (Misfit::Memory, Target::Recv { .. }) => (Nak::RemoteOperation, true),
         (Misfit::Memory, Target::Write { .. }) => (Nak::RemoteAccess, false),
     };
-    // The expected PSN stays the refused packet's: should the NAK be lost,
-    // the packet sent again is refused again (its message is gone), where
-    // a duplicate would be acknowledged, and a WRITE of which nothing past
-    // its first packets was placed would complete as a success.
+    // The expected PSN stays the refused packet's. RC ends with the NAK
+    // (see `end_on_nak`): should it be lost, the packet sent again finds
+    // the QP in ERR and is never acknowledged as a duplicate, which would
+    // complete a WRITE of which nothing past its first packets was placed
+    // as a success. UC drops the rest of the message either way.
     if let Some(recv) = inbound.into_recv() {
         settle(port, dest, d, recv, misfit.status(), fails_qp, after);
     }
