@@ -20,7 +20,7 @@ pub(crate) use head::Head;
 pub(crate) use packet::{cut, Carried, Nak, Opcode, Packets, Piece, Request, Response, Source};
 pub(crate) use req::{retries_exceeded, send};
 pub(crate) use resp::receive;
-pub(crate) use rules::{address_ok, check_modify, may_post};
+pub(crate) use rules::{address_ok, check_modify, may_post, takes_requests};
 
 use crate::{
     complete::After, copy::Pace, ib::Address, net::Net, qp::QpUse, scratch::Buf, wq::SgeCopy,

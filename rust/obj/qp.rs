@@ -479,8 +479,7 @@ impl QpInner {
                 self.inbound = None;
             }
             // The consumer's move stops the answers still queued (a long
-            // READ's); the responder's own move to ERR sends them, the NAK
-            // that ended it last (see `send_answers`).
+            // READ's), sealed or not (see `Replies::seal`).
             if matches!(next, QpState::Reset | QpState::Error) {
                 self.replies.clear();
             }

@@ -57,6 +57,9 @@ pub(crate) struct Replies {
     len: usize,
     /// Bumped whenever the oldest answer leaves.
     turn: u32,
+    /// The responder ended the QP with a NAK: what waits still goes out in
+    /// the error state, the NAK last.
+    sealed: bool,
 }
 
 impl Replies {
@@ -71,7 +74,22 @@ impl Replies {
             head: 0,
             len: 0,
             turn: 0,
+            sealed: false,
         })
+    }
+
+    /// The responder ends the QP with a NAK: the answers it decided on
+    /// before still go out, the NAK last, as its requester waits for them
+    /// in PSN order (dropped, it would retry into a QP in ERR until its
+    /// retries ran out).
+    pub(crate) fn seal(&mut self) {
+        self.sealed = true;
+    }
+
+    /// Whether [`Replies::seal`] keeps the answers of a QP that takes no
+    /// more requests.
+    pub(crate) fn sealed(&self) -> bool {
+        self.sealed
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -163,10 +181,12 @@ impl Replies {
         }
     }
 
-    /// Drops every waiting answer: the QP was reset, or left RTR and RTS.
+    /// Drops every waiting answer, and the seal: the QP's consumer moved it
+    /// to RESET or ERR, or it takes no more requests, unsealed.
     pub(crate) fn clear(&mut self) {
         while self.len > 0 {
             self.sent(Turn(self.turn), 0, true);
         }
+        self.sealed = false;
     }
 }

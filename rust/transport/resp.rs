@@ -96,7 +96,10 @@ pub(crate) fn receive(
     match &verdict {
         // The receive says why as it completes, with no lock held; the QP
         // takes no request meanwhile.
-        Verdict::Nak(_, Some(_)) => dest.enter_error(&mut d),
+        Verdict::Nak(_, Some(_)) => {
+            d.replies.seal();
+            dest.enter_error(&mut d);
+        }
         Verdict::Nak(nak, None) => end_on_nak(dest, &mut d, *nak, after),
         _ => {}
     }
@@ -151,6 +154,7 @@ fn answer_locked(
 /// connected again meanwhile is not ended for its past.
 fn end_on_nak(dest: &QpUse, d: &mut QpInner, nak: Nak, after: &mut After) {
     if let Some(fault) = nak.fault() {
+        d.replies.seal();
         if dest.fail(d, fault) {
             run_after(dest, after);
         }

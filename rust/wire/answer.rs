@@ -112,6 +112,12 @@ fn queue_or_emit(port: &Net, qp: &QpUse, reply: Reply) {
             inner.replies.retain(|queued| ends_before(queued, psn));
         }
         if long || !inner.replies.is_empty() {
+            // Nothing long for a QP that takes no more requests (its
+            // consumer moved it meanwhile), but what its responder decided
+            // on before it ended it.
+            if !transport::takes_requests(inner.state) && !inner.replies.sealed() {
+                return;
+            }
             let first = inner.replies.is_empty();
             if !inner.replies.push(reply) {
                 port.counters.add(Counter::WireReceiveDrops, 1);
@@ -138,16 +144,20 @@ fn ends_before(reply: &Reply, psn: Psn) -> bool {
 }
 
 /// Sends up to [`BATCH`] packets of the answers that wait for `qp`, a QP
-/// of `port`, from its worker; returns whether some still wait. A QP
-/// that its responder moved to the error state still sends the answers it
-/// decided on before, the NAK that ended it last (its requester, told
-/// nothing, would retry until its retries ran out, a READ before the NAK
-/// included); a consumer's move to ERR or RESET discards them.
+/// of `port`, from its worker; returns whether some still wait. A QP that
+/// takes no more requests answers nothing more, but what its responder
+/// decided on before it ended the QP with a NAK ([`Replies::seal`]).
+///
+/// [`Replies::seal`]: crate::reply::Replies::seal
 pub(crate) fn send_answers(port: &Net, qp: &QpUse) -> bool {
     let mut budget = BATCH;
     while budget > 0 {
         let (turn, reply) = {
-            let inner = qp.inner.lock();
+            let mut inner = qp.inner.lock();
+            if !transport::takes_requests(inner.state) && !inner.replies.sealed() {
+                inner.replies.clear();
+                return false;
+            }
             match inner.replies.oldest() {
                 Some(oldest) => oldest,
                 None => return false,

@@ -21,8 +21,8 @@
  *     else completes (the SEND's receive, kept, serves it).
  * The same requests at the responder's MTU arrive whole, so that the
  * set-up itself is checked. Last, a long READ and then a WRITE with a bad
- * R_Key (see read_then_refused()). Prints one line per case and exits 0 when all
- * pass.
+ * R_Key (see read_then_refused()). Prints one line per case and exits 0
+ * when all pass.
  */
 #include <arpa/inet.h>
 #include <string.h>
@@ -32,7 +32,8 @@
 #define LEN	8192
 #define SHORT	64
 #define FENCE	4096	/* where a fresh receive takes the next SEND */
-#define LONG_READ	(32 * 1024)	/* 32 packets at path MTU 1024 */
+/* 256 packets at path MTU 1024: more than the responder's worker sends a run */
+#define LONG_READ	(256 * 1024)
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 /* What a case leaves in the responder's memory. */
@@ -227,7 +228,8 @@ out:
 
 /*
  * A READ of LONG_READ bytes, whose responses wait in the responder's queue
- * of answers (more than a softirq sends), then, in the same list, a WRITE
+ * of answers (more than a softirq sends, or its worker in one run, so that
+ * the WRITE is judged while they wait), then, in the same list, a WRITE
  * with a bad R_Key, whose NAK ends the responder behind them: the READ
  * completes with its data and the WRITE with REM_ACCESS_ERR (had the
  * responder dropped what it queued as it ended, the READ would retry into
