@@ -18,7 +18,7 @@ use crate::{
     net::Net,
     payload::Payload,
     psn::{Psn, Sequence},
-    qp::{QpUse, Qpn},
+    qp::{QpInner, QpUse, Qpn},
     reply::{Reply, Said},
     transport::{self, Nak, Response},
 };
@@ -115,7 +115,7 @@ fn queue_or_emit(port: &Net, qp: &QpUse, reply: Reply) {
             // Nothing long for a QP that takes no more requests (its
             // consumer moved it meanwhile), but what its responder decided
             // on before it ended it.
-            if !transport::takes_requests(inner.state) && !inner.replies.sealed() {
+            if !answers(&inner) {
                 return;
             }
             let first = inner.replies.is_empty();
@@ -129,6 +129,14 @@ fn queue_or_emit(port: &Net, qp: &QpUse, reply: Reply) {
         }
     }
     emit(port, qp.qpn, &reply, u32::MAX);
+}
+
+/// Whether the QP whose state is `inner` still sends answers: it takes
+/// requests, or its responder ended it with a NAK ([`Replies::seal`]).
+///
+/// [`Replies::seal`]: crate::reply::Replies::seal
+fn answers(inner: &QpInner) -> bool {
+    transport::takes_requests(inner.state) || inner.replies.sealed()
 }
 
 /// Whether `reply` is not a READ's response, or its last packet comes
@@ -154,7 +162,7 @@ pub(crate) fn send_answers(port: &Net, qp: &QpUse) -> bool {
     while budget > 0 {
         let (turn, reply) = {
             let mut inner = qp.inner.lock();
-            if !transport::takes_requests(inner.state) && !inner.replies.sealed() {
+            if !answers(&inner) {
                 inner.replies.clear();
                 return false;
             }
