@@ -22,13 +22,7 @@
  * stderr. Prints one line at the end:
  *   pktfuzz: sent N packets (valid V, mutated M, random R) seed S
  * and exits 0, or 1 on a socket error (2 on bad arguments). Needs
- * CAP_NET_RAW.
- *
- * The ICRC (IBA annex A17.3.3, as selftests/icrc.py checks it): CRC-32
- * (IEEE 802.3, reflected, as zlib's crc32) over 8 bytes of 0xff, then the
- * packet from its IP header to the end of its pad with IPv4 TOS, TTL and
- * header checksum, the UDP checksum and BTH byte 4 set to 0xff; zlib's
- * result, stored least significant byte first.
+ * CAP_NET_RAW. The packets are built as rocev2.h has it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE		/* sendmmsg() */
@@ -47,14 +41,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define ROCE_PORT	4791
-#define IP_HDR		20
-#define UDP_HDR		8
-#define BTH_LEN		12
+#include "rocev2.h"
+
 #define DETH_LEN	8
-#define IMM_LEN		4
-#define ICRC_LEN	4
-#define HDRS		(IP_HDR + UDP_HDR + BTH_LEN)	/* what the ICRC masks */
 #define MAX_PAYLOAD	1100
 #define PKT_MAX		1400
 #define MAX_QPNS	32
@@ -62,7 +51,6 @@
 #define BATCH		32	/* packets per sendmmsg() */
 #define UD_SEND_ONLY	0x64
 #define UD_SEND_IMM	0x65
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
 
 enum mutation {
 	M_FLIP,		/* a bit after the UDP header, the ICRC made right */
@@ -94,50 +82,6 @@ struct fuzz {
 	uint16_t ip_id;
 };
 
-static uint32_t crc_table[256];
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int bit = 0; bit < 8; bit++)
-			c = c & 1 ? 0xedb88320 ^ (c >> 1) : c >> 1;
-		crc_table[i] = c;
-	}
-}
-
-/* zlib's crc32(): @crc is the result so far (0 to start). */
-static uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
-{
-	crc = ~crc;
-	while (n--)
-		crc = crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
-/* Writes the ICRC of @p, an IPv4 (no options) RoCEv2 packet of @len bytes. */
-static void seal(uint8_t *p, size_t len)
-{
-	static const uint8_t lrh[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
-	static const int masked_at[] = { 1, 8, 10, 11, 26, 27, 32 };
-	uint8_t hdrs[HDRS];
-	uint32_t crc;
-
-	if (len < HDRS + ICRC_LEN)
-		return;
-	memcpy(hdrs, p, HDRS);
-	for (size_t i = 0; i < ARRAY_SIZE(masked_at); i++)
-		hdrs[masked_at[i]] = 0xff;
-	crc = crc32_update(0, lrh, sizeof(lrh));
-	crc = crc32_update(crc, hdrs, HDRS);
-	crc = crc32_update(crc, p + HDRS, len - HDRS - ICRC_LEN);
-	p[len - 4] = crc;
-	p[len - 3] = crc >> 8;
-	p[len - 2] = crc >> 16;
-	p[len - 1] = crc >> 24;
-}
-
 /* xorshift64*, seeded through splitmix64 */
 static uint64_t next(struct fuzz *f)
 {
@@ -168,27 +112,6 @@ static void fill(struct fuzz *f, uint8_t *p, size_t n)
 		*p++ = next(f) >> 56;
 }
 
-static void put16(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 8;
-	p[1] = v;
-}
-
-static void put24(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 16;
-	p[1] = v >> 8;
-	p[2] = v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
-
 /*
  * Extension header bytes after the BTH of @opcode (IBA table 38, as
  * rxe_opcode.c and icrc.py), or -1 if it has none defined.
@@ -217,22 +140,16 @@ static int ext_len(uint8_t opcode)
 /* The IPv4 and UDP headers of a packet of @len bytes (no options). */
 static void ip_udp(struct fuzz *f, uint8_t *p, size_t len)
 {
-	p[0] = 0x45;
-	p[1] = next(f);				/* TOS: masked */
-	put16(p + 2, len);
-	if (!++f->ip_id)			/* 0 would have the kernel pick one */
+	struct ipv4_udp h = { .saddr = f->saddr, .daddr = f->daddr };
+
+	/* (one after another: the same seed, the same packets) */
+	h.tos = next(f);
+	if (!++f->ip_id)
 		f->ip_id = 1;
-	put16(p + 4, f->ip_id);
-	put16(p + 6, 0x4000);			/* DF */
-	p[8] = 1 + below(f, 255);		/* TTL: masked */
-	p[9] = IPPROTO_UDP;
-	put16(p + 10, 0);			/* the kernel writes it */
-	memcpy(p + 12, &f->saddr, 4);
-	memcpy(p + 16, &f->daddr, 4);
-	put16(p + 20, 0xc000 | below(f, 0x4000));
-	put16(p + 22, ROCE_PORT);
-	put16(p + 24, len - IP_HDR);
-	put16(p + 26, 0);			/* no UDP checksum */
+	h.id = f->ip_id;
+	h.ttl = 1 + below(f, 255);
+	h.sport = 0xc000 | below(f, 0x4000);
+	put_ipv4_udp(p, len, &h);
 }
 
 /* After a change of length: the IPv4 and UDP lengths of @len bytes. */
@@ -524,7 +441,6 @@ int main(int argc, char **argv)
 	}
 	if (!have_src || !have_dst || !f.nqpns || optind != argc)
 		bad_args(argv[0]);
-	crc_init();
 	tally = mmap(NULL, jobs * sizeof(*tally), PROT_READ | PROT_WRITE,
 		     MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (tally == MAP_FAILED) {
