@@ -169,6 +169,21 @@ if check "netem on v0 and v1: loss 2%, duplicate 2%, reorder 25%" lossy v0 v1 on
 	check "netem off" lossy v0 v1 off
 fi
 
+# RC requests forged packet by packet (selftests/wire/forge) from $ip0 at
+# rsoft_v1, in orders and sizes no verbs requester sends; rsoft_v0 goes
+# meanwhile, so that nothing else holds $ip0's port 4791: each is NAKed as
+# rxe NAKs it, the QP ends, and nothing of it is placed.
+if check "rdma link delete rsoft_v0" rdma link delete rsoft_v0; then
+	rc=0
+	out=$(timeout -k 5 $T "$(dirname "$0")/build/wire/forge" rsoft_v1 "$g1" $ip0 $ip1 2>&1) ||
+		rc=$?
+	echo "$out"
+	check "forged RC requests at rsoft_v1: out of order or malformed, NAKed and placed nowhere" \
+		test $rc -eq 0
+	check "rdma link add rsoft_v0 again" timeout $T rdma link add rsoft_v0 type rsoft netdev v0
+	until_ok 20 gid_index rsoft_v0 $ip0 >/dev/null && g0=$(gid_index rsoft_v0 $ip0)
+fi
+
 # The veth removed while a WRITE stream crosses it: both links go, the
 # writer sees its device fail and exits, and nothing is left behind.
 timeout -k 5 $T ib_write_bw -d rsoft_v0 -x "$g0" -F -D 30 -p $port >"$work/server" 2>&1 &

@@ -279,6 +279,14 @@ fn judge<'r>(
         }
     }
     let fresh = seq == Sequence::Expected;
+    // RC: a message's first packet while another still lacks its last
+    // breaks the sequence (IBA's class C, rxe's MISSING_OPCODE_LAST_C): the
+    // other's receive fails, and the responder ends with the NAK. UC ended
+    // the other above, and goes on.
+    if fresh && !uc && d.inbound.is_some() {
+        parts::abandon(port, dest, d, after);
+        return Verdict::Nak(Nak::InvalidRequest, None);
+    }
     // A duplicate READ refused (its MR went since, say) is NAKed but
     // leaves the QP as it is: it may be stale, reordered, or another QP's
     // of the peer host, as the wire names none.

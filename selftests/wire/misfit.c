@@ -127,22 +127,16 @@ static int next_send_whole(struct side *a, struct side *b, int kept)
 
 /*
  * Whether @b's RC QP ended, as a responder that refused a request does
- * (IBA's class C error): it is in ERR, says why in an affiliated event,
- * and flushes the receive it did not take (@posted).
+ * (see side_ended()), and flushes the receive it did not take (@posted).
  */
 static int responder_ended(struct side *b, int posted,
 			   enum ibv_event_type why_due)
 {
-	struct ibv_async_event ev;
 	struct ibv_wc wc;
-	int why;
 
-	if (qp_state(b->qp) != IBV_QPS_ERR || wait_async(b->ctx, &ev, 5000))
-		return -1;
-	why = ev.event_type == why_due && ev.element.qp == b->qp;
-	ibv_ack_async_event(&ev);
-	if (!why || (posted && (poll_wait(b->cq, &wc, 10) != 1 ||
-				wc.status != IBV_WC_WR_FLUSH_ERR)))
+	if (side_ended(b, why_due) ||
+	    (posted && (poll_wait(b->cq, &wc, 10) != 1 ||
+			wc.status != IBV_WC_WR_FLUSH_ERR)))
 		return -1;
 	return ibv_poll_cq(b->cq, 1, &wc);
 }

@@ -152,6 +152,36 @@ static inline int sides_open(struct side s[2], int argc, char **argv,
 	return 0;
 }
 
+/*
+ * Whether @s's RC QP ended as a responder that refused a request does
+ * (IBA's class A or C error): it is in ERR and said why in the affiliated
+ * event @why (an enum ibv_event_type), or, with @why -1, said nothing (a
+ * receive completed in error said why).
+ */
+static inline int side_ended(struct side *s, int why)
+{
+	struct ibv_async_event ev;
+	int got;
+
+	if (qp_state(s->qp) != IBV_QPS_ERR) {
+		printf("# the responder is not in ERR\n");
+		return -1;
+	}
+	if (wait_async(s->ctx, &ev, why < 0 ? 300 : 5000)) {
+		if (why < 0)
+			return 0;
+		printf("# no %s event\n", ibv_event_type_str(why));
+		return -1;
+	}
+	got = ev.event_type;
+	ibv_ack_async_event(&ev);
+	if (got != why || ev.element.qp != s->qp) {
+		printf("# event %s\n", ibv_event_type_str(got));
+		return -1;
+	}
+	return 0;
+}
+
 /* Waits for @cq's next completion: that of @wr_id, successful. */
 static inline int completed(struct ibv_cq *cq, uint64_t wr_id)
 {

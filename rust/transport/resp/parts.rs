@@ -85,9 +85,6 @@ pub(super) fn begin(
     room: &mut Buf<SgeCopy>,
     after: &mut After,
 ) -> Option<Response> {
-    // RC: a message before it that never ended, its requester out of step
-    // (UC ended it when this packet came).
-    abandon(port, dest, d, after);
     let target = match (req.op, recv) {
         (SendOp::Send, Some((wqe, n))) => Target::Recv {
             room: room.first(n).iter().map(|s| u64::from(s.length)).sum(),
