@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * forge DEV GIDX SRC DST: RC requests forged packet by packet, in orders
- * and sizes that no verbs requester sends, at QPs of DEV, an rsoft link
+ * forge DEV GIDX SRC DST [SEED]: RC requests forged packet by packet, in
+ * orders and sizes that no verbs requester sends, at QPs of DEV, an rsoft link
  * whose port holds IPv4 address DST (GID index GIDX). SRC, an address of
  * this namespace that no RDMA link holds and whose UDP port 4791 is free,
  * plays the requester, QP PEER (plus the case's number) there: its
@@ -25,7 +25,10 @@
  *   - a READ and a WRITE whose RETH length is above the port's
  *     max_msg_sz: NAKed, nothing read or written;
  *   - a WRITE whose MR is deregistered after its first packet: its last
- *     is NAKed with Remote Access and placed nowhere.
+ *     is NAKed with Remote Access and placed nowhere;
+ *   - 4000 random requests from SEED (default: the time's), valid but for
+ *     one in 32, at QPs that may write only the middle of their memory:
+ *     nothing outside it is written, and the QP works afterwards.
  * Prints one line per case and exits 0 when all pass. Needs CAP_NET_RAW.
  */
 #include <arpa/inet.h>
@@ -64,6 +67,8 @@ struct forge {
 	uint32_t peer;		/* the case's requester QP */
 	uint32_t psn;		/* the next request's */
 	uint32_t max_msg;	/* the port's max_msg_sz */
+	struct rc_path path;	/* the case's QP's, to the requester */
+	unsigned int seed;	/* random_requests()' */
 };
 
 /* A request: its opcode, a RETH if @mr, and @plen bytes of @fill. */
@@ -76,19 +81,25 @@ struct request {
 	uint8_t fill;
 };
 
-/* Sends @r to the responder with PSN @psn; 0, or -1 on a socket error. */
-static int send_request(struct forge *f, uint32_t psn, const struct request *r)
+/*
+ * Sends the responder a request of @opcode with PSN @psn: the @ext_len
+ * bytes of extension headers at @ext, then @plen bytes of @fill. 0, or -1
+ * on a socket error.
+ */
+static int send_packet(struct forge *f, uint8_t opcode, uint32_t psn,
+		       const uint8_t *ext, size_t ext_len, uint32_t plen,
+		       uint8_t fill)
 {
-	size_t at = IP_HDR + UDP_HDR, pad = -r->plen & 3, len;
+	size_t at = IP_HDR + UDP_HDR, pad = -plen & 3, len;
 	uint8_t p[PKT_MAX];
 
-	len = at + BTH_LEN + (r->mr ? RETH_LEN : 0) + r->plen + pad + ICRC_LEN;
+	len = at + BTH_LEN + ext_len + plen + pad + ICRC_LEN;
 	if (len > sizeof(p))
 		return -1;
 	if (!++f->ip.id)
 		f->ip.id = 1;
 	put_ipv4_udp(p, len, &f->ip);
-	p[at] = r->opcode;
+	p[at] = opcode;
 	p[at + 1] = pad << 4;
 	put16(p + at + 2, 0xffff);
 	p[at + 4] = 0;
@@ -96,22 +107,36 @@ static int send_request(struct forge *f, uint32_t psn, const struct request *r)
 	p[at + 8] = 0x80;		/* AckReq */
 	put24(p + at + 9, psn);
 	at += BTH_LEN;
-	if (r->mr) {
-		uint64_t va = (uintptr_t)r->mr->addr + r->offset;
-
-		put32(p + at, va >> 32);
-		put32(p + at + 4, va);
-		put32(p + at + 8, r->mr->rkey);
-		put32(p + at + 12, r->dma_len);
-		at += RETH_LEN;
-	}
-	memset(p + at, r->fill, r->plen);
-	memset(p + at + r->plen, 0, pad);
+	memcpy(p + at, ext, ext_len);
+	at += ext_len;
+	memset(p + at, fill, plen);
+	memset(p + at + plen, 0, pad);
 	seal(p, len);
 	if (sendto(f->raw, p, len, 0, (struct sockaddr *)&f->dst,
 		   sizeof(f->dst)) != (ssize_t)len)
 		return -1;
 	return 0;
+}
+
+/* Writes a RETH (or an AtomicETH's start) naming @len bytes at @va. */
+static void put_reth(uint8_t *p, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	put32(p, va >> 32);
+	put32(p + 4, va);
+	put32(p + 8, rkey);
+	put32(p + 12, len);
+}
+
+/* Sends @r to the responder with PSN @psn; 0, or -1 on a socket error. */
+static int send_request(struct forge *f, uint32_t psn, const struct request *r)
+{
+	uint8_t reth[RETH_LEN];
+
+	if (r->mr)
+		put_reth(reth, (uintptr_t)r->mr->addr + r->offset, r->mr->rkey,
+			 r->dma_len);
+	return send_packet(f, r->opcode, psn, reth, r->mr ? RETH_LEN : 0,
+			   r->plen, r->fill);
 }
 
 /* An answer to the requester: its opcode, PSN and AETH syndrome. */
@@ -231,9 +256,13 @@ static int holds(struct forge *f, size_t off, size_t n, uint8_t v)
 	return 0;
 }
 
-static int one_packet_each(struct forge *f)
+/*
+ * A WRITE of one packet at the start of @mr (at @at of the responder's
+ * memory) and a SEND of one packet: ACKed and placed.
+ */
+static int one_packet_each(struct forge *f, const struct ibv_mr *mr, size_t at)
 {
-	const struct request wr = { WRITE_ONLY, f->r.mr, 0, 64, 64, 0x11 },
+	const struct request wr = { WRITE_ONLY, mr, 0, 64, 64, 0x11 },
 			     sd = { SEND_ONLY, NULL, 0, 0, 64, 0x22 };
 	struct ibv_wc wc;
 
@@ -245,8 +274,13 @@ static int one_packet_each(struct forge *f)
 		       ibv_wc_status_str(wc.status), wc.byte_len);
 		return -1;
 	}
-	return holds(f, 0, 64, 0x11) || holds(f, RECV_AT, 64, 0x22) ||
+	return holds(f, at, 64, 0x11) || holds(f, RECV_AT, 64, 0x22) ||
 	       qp_state(f->r.qp) != IBV_QPS_RTS;
+}
+
+static int set_up(struct forge *f)
+{
+	return one_packet_each(f, f->r.mr, 0);
 }
 
 static int send_in_send(struct forge *f)
@@ -339,11 +373,188 @@ static int mr_gone(struct forge *f)
 	       side_ended(r, IBV_EVENT_QP_ACCESS_ERR);
 }
 
+/* A random number below @n. */
+static uint32_t below(uint32_t n)
+{
+	return (uint32_t)random() % n;
+}
+
+/* Takes every answer that waited. */
+static void drain_answers(struct forge *f)
+{
+	uint8_t p[PKT_MAX];
+
+	while (recv(f->udp, p, sizeof(p), MSG_DONTWAIT) > 0)
+		;
+}
+
+/* What random_request() keeps between requests. */
+struct fuzzing {
+	const struct ibv_mr *mr;	/* the peer's memory, */
+	uint32_t guard;			/* with this many bytes each side */
+	uint32_t psn;			/* the next request's */
+	uint32_t left;			/* a message begun lacks this many bytes, */
+	uint8_t first;			/* its first packet's opcode */
+};
+
+/*
+ * A valid request next to @z's state, mostly: a message begun goes on,
+ * else a SEND, WRITE, READ or atomic begins that names memory of the MR.
+ * One in 32 has one thing wrong (the opcode, the R_Key, the address, the
+ * length, the payload or the PSN). Sends it with AckReq, and moves on.
+ */
+static int random_request(struct forge *f, struct fuzzing *z)
+{
+	uint32_t span = z->mr->length, plen = 0, len, off, ext_len = 0, i;
+	uint8_t ext[28], opcode;
+	uint64_t va;
+
+	for (i = 0; i < sizeof(ext); i++)
+		ext[i] = random();
+	if (z->left && below(8)) {
+		plen = z->left > 1024 ? 1024 : z->left;
+		opcode = z->first + (plen < z->left ? 1 : 2);	/* MIDDLE, LAST */
+		z->left -= plen;
+	} else {
+		i = below(6);
+		len = 1 + below(4096);
+		off = below(span - len + 1);
+		va = (uintptr_t)z->mr->addr + off;
+		z->left = 0;
+		if (i == 0 || i == 1) {			/* SEND */
+			opcode = len > 1024 ? SEND_FIRST : SEND_ONLY;
+		} else if (i == 2 || i == 3) {		/* WRITE */
+			opcode = len > 1024 ? WRITE_FIRST : WRITE_ONLY;
+			put_reth(ext, va, z->mr->rkey, len);
+			ext_len = RETH_LEN;
+		} else if (i == 4) {
+			opcode = READ_REQUEST;
+			put_reth(ext, va, z->mr->rkey, len);
+			ext_len = RETH_LEN;
+			len = 0;
+		} else {				/* CMP_SWAP, FETCH_ADD */
+			opcode = 0x13 + below(2);
+			put_reth(ext, va & ~7ULL, z->mr->rkey, 8);
+			ext_len = 28;
+			len = 0;
+		}
+		plen = len > 1024 ? 1024 : len;
+		z->first = opcode;
+		z->left = len - plen;
+	}
+	switch (below(32) ? 6 : below(6)) {
+	case 0:
+		opcode = below(0x20);
+		break;
+	case 1:
+		put32(ext + 8, random());
+		break;
+	case 2:	/* into a guard, or across the MR's end */
+		va = (uintptr_t)z->mr->addr - z->guard + below(span + 2 * z->guard);
+		put32(ext, va >> 32);
+		put32(ext + 4, va);
+		break;
+	case 3:
+		put32(ext + 12, below(2) ? (uint32_t)random() : below(8192));
+		break;
+	case 4:
+		plen = below(1101);
+		break;
+	case 5:
+		z->psn = (z->psn + below(8) - 4) & 0xffffff;
+		break;
+	}
+	if (send_packet(f, opcode, z->psn, ext, ext_len, plen, random()))
+		return -1;
+	z->psn = (z->psn + 1) & 0xffffff;
+	return 0;
+}
+
+/* Reposts the receives that completed; 0, or -1 if the QP has ended. */
+static int repost(struct forge *f)
+{
+	struct ibv_wc wc;
+
+	while (ibv_poll_cq(f->r.cq, 1, &wc) > 0)
+		if (wc.status != IBV_WC_SUCCESS || post_recv_n(f, wc.wr_id))
+			return -1;
+	return qp_state(f->r.qp) == IBV_QPS_RTS ? 0 : -1;
+}
+
+/*
+ * Random RC requests, valid but for one in 32 (see random_request()), at a
+ * QP whose memory the peer may touch only in the middle, guards of 4 KiB
+ * each side; a round ends with the QP, in ERR or after 400 requests, and
+ * the next resets it and connects it again. After each, the guards are
+ * untouched and the QP is in RTS or ERR; after the last, reset and
+ * connected again, it takes a WRITE and a SEND.
+ */
+static int random_requests(struct forge *f)
+{
+	const uint32_t guard = 4096, total = 4000;
+	int remote = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct side *r = &f->r;
+	struct ibv_async_event ev;
+	struct fuzzing z = { .guard = guard };
+	uint32_t sent = 0, rounds = 0, i;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	srandom(f->seed);
+	/* The whole memory for receives alone, its middle for the peer. */
+	if (ibv_dereg_mr(r->mr))
+		return -1;
+	r->mr = ibv_reg_mr(r->pd, r->buf, LEN, IBV_ACCESS_LOCAL_WRITE);
+	mr = r->mr ? ibv_reg_mr(r->pd, r->buf + guard, LEN - 2 * guard, remote) : NULL;
+	if (!mr)
+		return -1;
+	z.mr = mr;
+	memset(r->buf, 0x5a, LEN);
+	while (sent < total) {
+		if (rounds++ && (set_qp_state(r->qp, IBV_QPS_RESET) ||
+				 rc_connect(r->qp, &f->path)))
+			return -1;
+		for (uint64_t wr_id = 1; wr_id <= 4; wr_id++)
+			if (post_recv_n(f, wr_id))
+				return -1;
+		z.psn = FIRST_PSN;
+		z.left = 0;
+		for (i = 0; i < 400 && sent < total; i++, sent++) {
+			if (random_request(f, &z))
+				return -1;
+			if (i % 4 == 3) {
+				usleep(1000);
+				drain_answers(f);
+				if (repost(f))
+					break;
+			}
+		}
+		usleep(20000);
+		drain_answers(f);
+		while (ibv_poll_cq(r->cq, 1, &wc) > 0)
+			;
+		while (!wait_async(r->ctx, &ev, 0))
+			ibv_ack_async_event(&ev);
+		if (holds(f, 0, guard, 0x5a) || holds(f, LEN - guard, guard, 0x5a))
+			return -1;
+		if (qp_state(r->qp) != IBV_QPS_RTS && qp_state(r->qp) != IBV_QPS_ERR) {
+			printf("# round %u: the QP is in state %d\n", rounds, qp_state(r->qp));
+			return -1;
+		}
+	}
+	printf("# %u random requests in %u rounds, seed %u\n", sent, rounds, f->seed);
+	if (set_qp_state(r->qp, IBV_QPS_RESET) || rc_connect(r->qp, &f->path))
+		return -1;
+	f->psn = FIRST_PSN;
+	return one_packet_each(f, mr, guard);
+}
+
 static const struct {
 	const char *name;
 	int (*run)(struct forge *f);
 } forged[] = {
-	{ "a WRITE and a SEND of one packet each: ACKed and placed", one_packet_each },
+	{ "a WRITE and a SEND of one packet each: ACKed and placed", set_up },
 	{ "a SEND of one packet after a SEND's first: NAKed, the first's receive fails",
 	  send_in_send },
 	{ "a WRITE of one packet after a WRITE's first: NAKed, not placed", write_in_write },
@@ -355,12 +566,17 @@ static const struct {
 	{ "a WRITE of max_msg_sz + 1 bytes: NAKed, not placed", long_write },
 	{ "a WRITE whose MR goes after its first packet: NAKed (Remote Access), not placed",
 	  mr_gone },
+	{ "random requests: no byte written outside the MR, the QP then works",
+	  random_requests },
 };
 
 /* Runs case @i on a fresh QP of @dev; 0 when it passes. */
 static int run(struct forge *f, size_t i, const char *dev, int gidx)
 {
-	struct rc_path path = {
+	struct ibv_port_attr port;
+	int rc = -1;
+
+	f->path = (struct rc_path){
 		.av = {
 			.is_global = 1, .port_num = 1,
 			.grh = { .dgid = f->src_gid, .sgid_index = gidx,
@@ -372,12 +588,9 @@ static int run(struct forge *f, size_t i, const char *dev, int gidx)
 		.rnr_retry = 7, .timeout = 14, .retry_cnt = 7,
 		.rq_psn = FIRST_PSN,
 	};
-	struct ibv_port_attr port;
-	int rc = -1;
-
 	memset(&f->r, 0, sizeof(f->r));
 	if (side_open(&f->r, dev, gidx, LEN, 4, 0) ||
-	    ibv_query_port(f->r.ctx, 1, &port) || rc_connect(f->r.qp, &path)) {
+	    ibv_query_port(f->r.ctx, 1, &port) || rc_connect(f->r.qp, &f->path)) {
 		printf("# %s: %m\n", dev);
 		goto out;
 	}
@@ -417,9 +630,10 @@ int main(int argc, char **argv)
 	struct forge f = { .ip = { .ttl = 64, .sport = 0xc000 } };
 	int failed = 0, rc;
 
-	if (argc != 5 || inet_pton(AF_INET, argv[3], &f.ip.saddr) != 1 ||
+	f.seed = argc == 6 ? strtoul(argv[5], NULL, 0) : time(NULL) ^ getpid();
+	if (argc < 5 || argc > 6 || inet_pton(AF_INET, argv[3], &f.ip.saddr) != 1 ||
 	    inet_pton(AF_INET, argv[4], &f.ip.daddr) != 1) {
-		fprintf(stderr, "usage: %s DEV GIDX SRC DST\n", argv[0]);
+		fprintf(stderr, "usage: %s DEV GIDX SRC DST [SEED]\n", argv[0]);
 		return 2;
 	}
 	f.dst = (struct sockaddr_in){ .sin_family = AF_INET,
