@@ -399,7 +399,8 @@ struct fuzzing {
 
 /*
  * A valid request next to @z's state, mostly: a message begun goes on,
- * else a SEND, WRITE, READ or atomic begins that names memory of the MR.
+ * else a SEND, WRITE, READ or atomic begins that names memory of the MR
+ * (one in 8 of the guards' and the MR's, which may reach outside the MR).
  * One in 32 has one thing wrong (the opcode, the R_Key, the address, the
  * length, the payload or the PSN). Sends it with AckReq, and moves on.
  */
@@ -420,6 +421,9 @@ static int random_request(struct forge *f, struct fuzzing *z)
 		len = 1 + below(4096);
 		off = below(span - len + 1);
 		va = (uintptr_t)z->mr->addr + off;
+		/* one in 8 anywhere in the guards and the MR: refused, or not */
+		if (!below(8))
+			va += below(span + 2 * z->guard - len + 1) - z->guard - off;
 		z->left = 0;
 		if (i == 0 || i == 1) {			/* SEND */
 			opcode = len > 1024 ? SEND_FIRST : SEND_ONLY;
