@@ -25,7 +25,9 @@
  *   - a READ and a WRITE whose RETH length is above the port's
  *     max_msg_sz: NAKed, nothing read or written;
  *   - a WRITE whose MR is deregistered after its first packet: its last
- *     is NAKed with Remote Access and placed nowhere;
+ *     is NAKed with Remote Access and placed nowhere; and again, a WRITE
+ *     and a SEND, with the MR's keys come back to another PD's MR at the
+ *     same address before the last packet: nothing placed there;
  *   - 4000 random requests from SEED (default: the time's), valid but for
  *     one in 32, at QPs that may write only the middle of their memory:
  *     nothing outside it is written, and the QP works afterwards.
@@ -57,6 +59,7 @@ enum {
 #define ACK		0x00
 #define NAK_INVALID	0x61
 #define NAK_ACCESS	0x62
+#define NAK_OPERATION	0x63
 
 struct forge {
 	struct side r;		/* the responder */
@@ -388,6 +391,103 @@ static void drain_answers(struct forge *f)
 		;
 }
 
+/*
+ * Registers MRs of @pd over the page at @mem, seen at @iova, until one
+ * gets the keys @lkey and @rkey (a key's generation byte comes round
+ * after 256 registrations); NULL if none did.
+ */
+static struct ibv_mr *keys_back(struct ibv_pd *pd, void *mem, uint64_t iova,
+				uint32_t lkey, uint32_t rkey)
+{
+	for (int i = 0; i < 1024; i++) {
+		struct ibv_mr *mr = ibv_reg_mr_iova(pd, mem, 4096, iova,
+						    IBV_ACCESS_LOCAL_WRITE |
+						    IBV_ACCESS_REMOTE_WRITE);
+
+		if (!mr || (mr->lkey == lkey && mr->rkey == rkey))
+			return mr;
+		ibv_dereg_mr(mr);
+	}
+	printf("# keys 0x%x, 0x%x did not come back\n", lkey, rkey);
+	return NULL;
+}
+
+/* Whether the page at @p is all zero. */
+static int zero_page(const unsigned char *p)
+{
+	for (int i = 0; i < 4096; i++)
+		if (p[i]) {
+			printf("# byte %d of another PD's page: 0x%02x\n", i, p[i]);
+			return -1;
+		}
+	return 0;
+}
+
+/*
+ * A message's first packet into a page of memory (a WRITE's MR, or
+ * @send: a receive's), whose MR then goes: another PD registers a page
+ * of its own at the same address until the MR's keys come back. The
+ * message's last packet is NAKed (Remote Access for the WRITE, Remote
+ * Operational for the receive, which fails) and the other PD's page is
+ * untouched.
+ */
+static int keys_come_back(struct forge *f, int send)
+{
+	struct side *r = &f->r;
+	unsigned char *at = r->buf + (send ? RECV_AT : LEN - 4096);
+	struct ibv_mr *mr = ibv_reg_mr(r->pd, at, 4096, IBV_ACCESS_LOCAL_WRITE |
+				       IBV_ACCESS_REMOTE_WRITE), *other_mr = NULL;
+	unsigned char *other = aligned_alloc(4096, 4096);
+	struct ibv_pd *other_pd = ibv_alloc_pd(r->ctx);
+	struct request first = { WRITE_FIRST, mr, 0, 2048, 1024, 0xdd },
+		       last = { WRITE_LAST, NULL, 0, 0, 1024, 0xee };
+	struct ibv_sge sge = { (uintptr_t)at, 4096, mr ? mr->lkey : 0 };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 },
+			   *bad;
+	uint32_t lkey, rkey;
+	int rc = -1;
+
+	if (!mr || !other || !other_pd)
+		goto out;
+	memset(other, 0, 4096);
+	if (send) {
+		first = (struct request){ SEND_FIRST, NULL, 0, 0, 1024, 0xdd };
+		last.opcode = SEND_LAST;
+		if (ibv_post_recv(r->qp, &wr, &bad))
+			goto out;
+	}
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	if (step(f, &first, ACK, "first packet") || ibv_dereg_mr(mr))
+		goto out;
+	mr = NULL;
+	other_mr = keys_back(other_pd, other, (uintptr_t)at, lkey, rkey);
+	if (!other_mr ||
+	    step(f, &last, send ? NAK_OPERATION : NAK_ACCESS, "last packet") ||
+	    (send && received(f, 1, IBV_WC_LOC_PROT_ERR)) || zero_page(other))
+		goto out;
+	rc = side_ended(r, send ? -1 : IBV_EVENT_QP_ACCESS_ERR);
+out:
+	if (other_mr)
+		ibv_dereg_mr(other_mr);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (other_pd)
+		ibv_dealloc_pd(other_pd);
+	free(other);
+	return rc;
+}
+
+static int write_keys_back(struct forge *f)
+{
+	return keys_come_back(f, 0);
+}
+
+static int receive_keys_back(struct forge *f)
+{
+	return keys_come_back(f, 1);
+}
+
 /* What random_request() keeps between requests. */
 struct fuzzing {
 	const struct ibv_mr *mr;	/* the peer's memory, */
@@ -570,6 +670,10 @@ static const struct {
 	{ "a WRITE of max_msg_sz + 1 bytes: NAKed, not placed", long_write },
 	{ "a WRITE whose MR goes after its first packet: NAKed (Remote Access), not placed",
 	  mr_gone },
+	{ "a WRITE whose R_Key comes back, another PD's, after its first packet: NAKed",
+	  write_keys_back },
+	{ "a SEND whose receive's L_Key comes back, another PD's, after its first packet: NAKed",
+	  receive_keys_back },
 	{ "random requests: no byte written outside the MR, the QP then works",
 	  random_requests },
 };

@@ -10,18 +10,18 @@
 
 use super::{
     answer_locked, carries, complete_locked, failed_wc, in_sequence, is_from_peer,
-    lose_srq_receive, out_of_sequence, receive_at, recv_wc, OnError, Recv,
+    lose_srq_receive, out_of_sequence, receive_at, receive_pd, recv_wc, remote_ok, OnError, Recv,
 };
 use crate::{
     complete::After,
-    copy::Pace,
+    copy::{check_sges, Pace},
     counters::Counter,
-    ib::{SendOp, WcStatus},
+    ib::{Access, SendOp, WcStatus},
     inbound::{Inbound, Taken, Target},
     mr::MrKey,
     net::Net,
     psn::Sequence,
-    qp::{QpInner, QpUse},
+    qp::{QpInner, QpShared, QpUse},
     scratch::Buf,
     transport::{
         packet::{Nak, Opcode, Request, Response},
@@ -53,17 +53,39 @@ impl Misfit {
     }
 }
 
-/// Places the data of `req`, the next packet of `inbound`, and returns
-/// where the message's data now ends.
-fn place(port: &Net, inbound: &Inbound, req: &Request<'_>) -> Result<u32, Misfit> {
+/// Places the data of `req`, the next packet of `inbound` at `dest`
+/// (whose lock `d` is), and returns where the message's data now ends.
+/// The memory is checked as for the first packet each time: the requester
+/// may hold a message open for as long as it likes, and meanwhile its MR
+/// may go and its key, the table's generations gone round, come back
+/// naming memory of another PD or without the rights.
+fn place(
+    port: &Net,
+    dest: &QpShared,
+    d: &QpInner,
+    inbound: &Inbound,
+    req: &Request<'_>,
+) -> Result<u32, Misfit> {
     let len = u32::try_from(req.data.len()).map_err(|_| Misfit::Length)?;
     let end = inbound.offset.checked_add(len).ok_or(Misfit::Length)?;
     let moved = match &inbound.target {
         Target::Recv { recv, room } if u64::from(end) <= *room => {
+            check_sges(
+                port.mrs(),
+                receive_pd(dest),
+                Access::LOCAL_WRITE,
+                recv.sges(),
+            )
+            .map_err(|_| Misfit::Memory)?;
             req.data
                 .copy_to(port.mrs(), recv.sges(), inbound.offset, &Pace::ONE_PACKET)
         }
         Target::Write { remote, len } if end <= *len => {
+            let rights = d.attr.access_flags;
+            let need = Access::REMOTE_WRITE;
+            if !remote_ok(port, dest, rights, *remote, (*len).into(), need) {
+                return Err(Misfit::Memory);
+            }
             let dst = [SgeCopy::remote(*remote, *len)];
             req.data
                 .copy_to(port.mrs(), &dst, inbound.offset, &Pace::ONE_PACKET)
@@ -101,7 +123,7 @@ pub(super) fn begin(
         _ => return None,
     };
     let mut inbound = Inbound { target, offset: 0 };
-    match place(port, &inbound, req) {
+    match place(port, dest, d, &inbound, req) {
         Ok(end) => {
             inbound.offset = end;
             d.inbound = Some(inbound);
@@ -182,7 +204,7 @@ fn next(
     if req.piece.last {
         return end(port, dest, d, req, inbound, room, after);
     }
-    match place(port, &inbound, req) {
+    match place(port, dest, d, &inbound, req) {
         Ok(end) => {
             d.resp_psn = req.psn.next();
             d.inbound = Some(Inbound {
@@ -240,7 +262,7 @@ fn finish(
     imm_recv: Option<(Wqe, &mut Buf<SgeCopy>, usize)>,
     after: &mut After,
 ) -> Option<Response> {
-    let placed = place(port, &inbound, req).and_then(|end| match inbound.target {
+    let placed = place(port, dest, d, &inbound, req).and_then(|end| match inbound.target {
         Target::Write { len, .. } if end != len => Err(Misfit::Length),
         _ => Ok(end),
     });
