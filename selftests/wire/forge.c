@@ -1,18 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * forge DEV GIDX SRC DST [SEED]: RC requests forged packet by packet, in
- * orders and sizes that no verbs requester sends, at QPs of DEV, an rsoft link
- * whose port holds IPv4 address DST (GID index GIDX). SRC, an address of
- * this namespace that no RDMA link holds and whose UDP port 4791 is free,
- * plays the requester, QP PEER (plus the case's number) there: its
- * requests leave from a raw socket, built as rocev2.h has it, and the
- * answers come to a UDP socket on SRC:4791. Each case connects a fresh RC
- * QP of DEV (path MTU 1024) to it, asks an ACK of every packet, and checks
- * the answers (ACK or NAK, and the PSN), the responder's memory and
- * receives, its state and its affiliated events. Each request here that
- * the responder refuses is malformed or out of order: IBA's responder
- * class C (an Invalid Request NAK, the QP in ERR), or class A for an MR
- * gone mid-WRITE (a Remote Access NAK), as rxe has them:
+ * forge DEV GIDX SRC DST [SEED]: RC requests forged packet by packet (see
+ * forge.h), in orders and sizes that no verbs requester sends, at QPs of
+ * DEV. Each asks an ACK, and each case checks the answers (ACK or NAK,
+ * and the PSN), the responder's memory and receives, its state and its
+ * affiliated events. Each request here that the responder refuses is
+ * malformed or out of order: IBA's responder class C (an Invalid Request
+ * NAK, the QP in ERR), or class A for an MR gone mid-WRITE (a Remote
+ * Access NAK), as rxe has them:
  *   - a WRITE and a SEND of one packet each: ACKed and placed (the
  *     set-up itself);
  *   - a SEND of one packet after a SEND's first packet, and a WRITE of
@@ -31,48 +26,11 @@
  *   - 4000 random requests from SEED (default: the time's), valid but for
  *     one in 32, at QPs that may write only the middle of their memory:
  *     nothing outside it is written, and the QP works afterwards.
- * Prints one line per case and exits 0 when all pass. Needs CAP_NET_RAW.
  */
-#include <arpa/inet.h>
-#include <errno.h>
-#include <sys/socket.h>
+#include "forge.h"
 
-#include "rocev2.h"
-#include "side.h"
-
-#define PEER		0xc0de00
-#define FIRST_PSN	0x100
-#define LEN		65536
 #define RECV_AT		32768	/* where the responder's receives go */
 #define RECV_LEN	4096
-#define PKT_MAX		1500
-#define RETH_LEN	16
-
-/* RC opcodes (IBA table 38) */
-enum {
-	SEND_FIRST = 0x00, SEND_LAST = 0x02, SEND_ONLY = 0x04,
-	WRITE_FIRST = 0x06, WRITE_MIDDLE = 0x07, WRITE_LAST = 0x08,
-	WRITE_ONLY = 0x0a, READ_REQUEST = 0x0c, ACKNOWLEDGE = 0x11,
-};
-
-/* AETH syndromes (IBA 9.7.5.2.1): an ACK's low bits are its credits. */
-#define ACK		0x00
-#define NAK_INVALID	0x61
-#define NAK_ACCESS	0x62
-#define NAK_OPERATION	0x63
-
-struct forge {
-	struct side r;		/* the responder */
-	union ibv_gid src_gid;
-	int raw, udp;
-	struct sockaddr_in dst;
-	struct ipv4_udp ip;	/* its ID bumped per packet */
-	uint32_t peer;		/* the case's requester QP */
-	uint32_t psn;		/* the next request's */
-	uint32_t max_msg;	/* the port's max_msg_sz */
-	struct rc_path path;	/* the case's QP's, to the requester */
-	unsigned int seed;	/* random_requests()' */
-};
 
 /* A request: its opcode, a RETH if @mr, and @plen bytes of @fill. */
 struct request {
@@ -83,52 +41,6 @@ struct request {
 	uint32_t plen;
 	uint8_t fill;
 };
-
-/*
- * Sends the responder a request of @opcode with PSN @psn: the @ext_len
- * bytes of extension headers at @ext, then @plen bytes of @fill. 0, or -1
- * on a socket error.
- */
-static int send_packet(struct forge *f, uint8_t opcode, uint32_t psn,
-		       const uint8_t *ext, size_t ext_len, uint32_t plen,
-		       uint8_t fill)
-{
-	size_t at = IP_HDR + UDP_HDR, pad = -plen & 3, len;
-	uint8_t p[PKT_MAX];
-
-	len = at + BTH_LEN + ext_len + plen + pad + ICRC_LEN;
-	if (len > sizeof(p))
-		return -1;
-	if (!++f->ip.id)
-		f->ip.id = 1;
-	put_ipv4_udp(p, len, &f->ip);
-	p[at] = opcode;
-	p[at + 1] = pad << 4;
-	put16(p + at + 2, 0xffff);
-	p[at + 4] = 0;
-	put24(p + at + 5, f->r.qp->qp_num);
-	p[at + 8] = 0x80;		/* AckReq */
-	put24(p + at + 9, psn);
-	at += BTH_LEN;
-	memcpy(p + at, ext, ext_len);
-	at += ext_len;
-	memset(p + at, fill, plen);
-	memset(p + at + plen, 0, pad);
-	seal(p, len);
-	if (sendto(f->raw, p, len, 0, (struct sockaddr *)&f->dst,
-		   sizeof(f->dst)) != (ssize_t)len)
-		return -1;
-	return 0;
-}
-
-/* Writes a RETH (or an AtomicETH's start) naming @len bytes at @va. */
-static void put_reth(uint8_t *p, uint64_t va, uint32_t rkey, uint32_t len)
-{
-	put32(p, va >> 32);
-	put32(p + 4, va);
-	put32(p + 8, rkey);
-	put32(p + 12, len);
-}
 
 /* Sends @r to the responder with PSN @psn; 0, or -1 on a socket error. */
 static int send_request(struct forge *f, uint32_t psn, const struct request *r)
@@ -151,25 +63,14 @@ struct answer {
 /* Waits up to @ms ms for the next answer to the case's requester. */
 static int next_answer(struct forge *f, int ms, struct answer *a)
 {
-	struct pollfd pfd = { .fd = f->udp, .events = POLLIN };
-	double end = mono_now() + ms / 1e3;
 	uint8_t p[PKT_MAX];
-	ssize_t n;
 
-	for (;;) {
-		int left = (end - mono_now()) * 1e3;
-
-		if (left < 0 || poll(&pfd, 1, left) != 1)
-			return -1;
-		n = recv(f->udp, p, sizeof(p), MSG_DONTWAIT);
-		/* (another case's QP may answer late) */
-		if (n < BTH_LEN + 4 + ICRC_LEN || get24(p + 5) != f->peer)
-			continue;
-		a->opcode = p[0];
-		a->psn = get24(p + 9);
-		a->syndrome = p[BTH_LEN];
-		return 0;
-	}
+	if (next_packet(f, ms, p) < BTH_LEN + 4 + ICRC_LEN)
+		return -1;
+	a->opcode = p[0];
+	a->psn = get24(p + 9);
+	a->syndrome = p[BTH_LEN];
+	return 0;
 }
 
 /*
@@ -244,18 +145,6 @@ static int received(struct forge *f, uint64_t wr_id, enum ibv_wc_status status)
 		       (unsigned long long)wr_id, ibv_wc_status_str(status));
 		return -1;
 	}
-	return 0;
-}
-
-/* Whether the @n bytes at @off of the responder's memory are all @v. */
-static int holds(struct forge *f, size_t off, size_t n, uint8_t v)
-{
-	for (size_t i = 0; i < n; i++)
-		if (f->r.buf[off + i] != v) {
-			printf("# byte %zu of the responder's memory: 0x%02x, not 0x%02x\n",
-			       off + i, f->r.buf[off + i], v);
-			return -1;
-		}
 	return 0;
 }
 
@@ -374,21 +263,6 @@ static int mr_gone(struct forge *f)
 	       holds(f, LEN - 4096, 1024, 0xdd) ||
 	       holds(f, LEN - 3072, 3072, 0) ||
 	       side_ended(r, IBV_EVENT_QP_ACCESS_ERR);
-}
-
-/* A random number below @n. */
-static uint32_t below(uint32_t n)
-{
-	return (uint32_t)random() % n;
-}
-
-/* Takes every answer that waited. */
-static void drain_answers(struct forge *f)
-{
-	uint8_t p[PKT_MAX];
-
-	while (recv(f->udp, p, sizeof(p), MSG_DONTWAIT) > 0)
-		;
 }
 
 /*
@@ -654,10 +528,7 @@ static int random_requests(struct forge *f)
 	return one_packet_each(f, mr, guard);
 }
 
-static const struct {
-	const char *name;
-	int (*run)(struct forge *f);
-} forged[] = {
+static const struct forged_case forged[] = {
 	{ "a WRITE and a SEND of one packet each: ACKed and placed", set_up },
 	{ "a SEND of one packet after a SEND's first: NAKed, the first's receive fails",
 	  send_in_send },
@@ -678,86 +549,7 @@ static const struct {
 	  random_requests },
 };
 
-/* Runs case @i on a fresh QP of @dev; 0 when it passes. */
-static int run(struct forge *f, size_t i, const char *dev, int gidx)
-{
-	struct ibv_port_attr port;
-	int rc = -1;
-
-	f->path = (struct rc_path){
-		.av = {
-			.is_global = 1, .port_num = 1,
-			.grh = { .dgid = f->src_gid, .sgid_index = gidx,
-				 .hop_limit = 64 },
-		},
-		.mtu = IBV_MTU_1024, .dest_qpn = PEER + i,
-		.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			  IBV_ACCESS_REMOTE_ATOMIC,
-		.rnr_retry = 7, .timeout = 14, .retry_cnt = 7,
-		.rq_psn = FIRST_PSN,
-	};
-	memset(&f->r, 0, sizeof(f->r));
-	if (side_open(&f->r, dev, gidx, LEN, 4, 0) ||
-	    ibv_query_port(f->r.ctx, 1, &port) || rc_connect(f->r.qp, &f->path)) {
-		printf("# %s: %m\n", dev);
-		goto out;
-	}
-	f->max_msg = port.max_msg_sz;
-	f->peer = PEER + i;
-	f->psn = FIRST_PSN;
-	rc = forged[i].run(f);
-out:
-	side_close(&f->r);
-	return rc;
-}
-
-/* The raw socket the requests leave from, the UDP socket of the answers. */
-static int sockets(struct forge *f)
-{
-	struct sockaddr_in here = {
-		.sin_family = AF_INET, .sin_port = htons(ROCE_PORT),
-		.sin_addr.s_addr = f->ip.saddr,
-	};
-	double end = mono_now() + 10;
-
-	f->raw = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-	f->udp = socket(AF_INET, SOCK_DGRAM, 0);
-	if (f->raw < 0 || f->udp < 0)
-		return -1;
-	/* A link deleted just now may hold the port a little longer. */
-	while (bind(f->udp, (struct sockaddr *)&here, sizeof(here))) {
-		if (errno != EADDRINUSE || mono_now() > end)
-			return -1;
-		usleep(100000);
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
-	struct forge f = { .ip = { .ttl = 64, .sport = 0xc000 } };
-	int failed = 0, rc;
-
-	f.seed = argc == 6 ? strtoul(argv[5], NULL, 0) : time(NULL) ^ getpid();
-	if (argc < 5 || argc > 6 || inet_pton(AF_INET, argv[3], &f.ip.saddr) != 1 ||
-	    inet_pton(AF_INET, argv[4], &f.ip.daddr) != 1) {
-		fprintf(stderr, "usage: %s DEV GIDX SRC DST [SEED]\n", argv[0]);
-		return 2;
-	}
-	f.dst = (struct sockaddr_in){ .sin_family = AF_INET,
-				      .sin_addr.s_addr = f.ip.daddr };
-	/* SRC's GID: its IPv4-mapped IPv6 address */
-	f.src_gid.raw[10] = 0xff;
-	f.src_gid.raw[11] = 0xff;
-	memcpy(&f.src_gid.raw[12], &f.ip.saddr, 4);
-	if (sockets(&f)) {
-		printf("# sockets on %s: %m\n", argv[3]);
-		return 1;
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(forged); i++) {
-		rc = run(&f, i, argv[1], atoi(argv[2]));
-		printf("# %s: %s\n", forged[i].name, rc ? "FAILED" : "as due");
-		failed |= rc;
-	}
-	return failed ? 1 : 0;
+	return forge_main(argc, argv, forged, ARRAY_SIZE(forged));
 }
