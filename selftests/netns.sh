@@ -6,8 +6,9 @@
 # everything between them crosses the veth as RoCEv2 packets. The stock
 # pingpongs use the RoCE v2 GIDs of the IPv4 addresses, whose MACs the core
 # resolves over the veth; the rdma_cm users resolve those addresses
-# themselves, the server here and the client there. Needs rsoft.ko loaded
-# and no link yet; leaves none.
+# themselves, the server here and the client there. Needs rsoft.ko loaded,
+# no link yet and rdma_rxe not loaded (6.12's holds UDP port 4791 here);
+# leaves no link.
 set -u
 T=120
 ns=rsoft_ns
@@ -217,9 +218,9 @@ port=$((port + 1))
 
 # RC requests forged packet by packet (selftests/wire/forge) from $ip0 at
 # rsoft_v1, in orders and sizes no verbs requester sends, then at random;
-# rsoft_v0 goes meanwhile, so that nothing else holds $ip0's port 4791:
-# each refused is NAKed as rxe NAKs it and ends the QP, and nothing is
-# placed where the requester may not write. Then forged answers to
+# rsoft_v0 goes meanwhile, so that nothing else holds UDP port 4791 in this
+# namespace: what rsoft_v1 refuses it NAKs as rxe does and ends the QP,
+# and nothing is placed where the requester may not write. Then forged answers to
 # rsoft_v1's READs and atomics (selftests/wire/replies), at random: none
 # writes outside the WR's buffer.
 if check "rdma link delete rsoft_v0" rdma link delete rsoft_v0; then
@@ -236,7 +237,10 @@ if check "rdma link delete rsoft_v0" rdma link delete rsoft_v0; then
 	check "forged answers at rsoft_v1's READs and atomics: nothing written outside their buffers" \
 		test $rc -eq 0
 	check "rdma link add rsoft_v0 again" timeout $T rdma link add rsoft_v0 type rsoft netdev v0
+	g0=
 	until_ok 20 gid_index rsoft_v0 $ip0 >/dev/null && g0=$(gid_index rsoft_v0 $ip0)
+	check "... the RoCE v2 GID of $ip0 on rsoft_v0 (${g0:-none})" test -n "$g0"
+	g0=${g0:-1}
 fi
 
 # The veth removed while a WRITE stream crosses it: both links go, the

@@ -5,14 +5,18 @@
  * DEV. Each asks an ACK, and each case checks the answers (ACK or NAK,
  * and the PSN), the responder's memory and receives, its state and its
  * affiliated events. Each request here that the responder refuses is
- * malformed or out of order: IBA's responder class C (an Invalid Request
- * NAK, the QP in ERR), or class A for an MR gone mid-WRITE (a Remote
- * Access NAK), as rxe has them:
+ * malformed or out of order, or names memory the requester may not
+ * write: IBA's responder class C (an Invalid Request or Remote Access
+ * NAK, the QP in ERR), or class A for a receive whose MR went (a Remote
+ * Operational NAK), as rxe has them:
  *   - a WRITE and a SEND of one packet each: ACKed and placed (the
  *     set-up itself);
- *   - a SEND of one packet after a SEND's first packet, and a WRITE of
- *     one packet after a WRITE's first (rxe's MISSING_OPCODE_LAST_C):
- *     NAKed; the first message's receive fails, the second is not placed;
+ *   - a SEND of one packet, a WRITE's first packet or a READ after a
+ *     SEND's first packet, and a WRITE or a SEND of one packet after a
+ *     WRITE's first (rxe's MISSING_OPCODE_LAST_C): NAKed; the first
+ *     message's receive fails, the second is not placed; on an SRQ the
+ *     QP then says it took its last receive; on UC, which answers
+ *     nothing, the first message is lost and the second taken;
  *   - a WRITE's middle packet with no first one (MISSING_OPCODE_FIRST);
  *   - a middle packet shorter than the path MTU, and a last one longer
  *     (rxe_resp_check_length()): nothing of it placed; sent again, as if
@@ -103,22 +107,30 @@ static int step(struct forge *f, const struct request *r, uint8_t syndrome,
 
 /*
  * Sends @r again with the PSN of the last request, as a requester whose
- * NAK was lost does: a QP in ERR answers nothing.
+ * NAK was lost does: a QP in ERR drops it (its port counts the drop) and
+ * answers nothing.
  */
 static int unanswered(struct forge *f, const struct request *r)
 {
+	long long drops = port_counter(f->r.ctx, "wire_receive_drops");
+	double end = mono_now() + 5;
 	struct answer a;
 
 	if (send_request(f, (f->psn - 1) & 0xffffff, r))
 		return -1;
-	if (!next_answer(f, 300, &a)) {
+	while (port_counter(f->r.ctx, "wire_receive_drops") <= drops)
+		if (mono_now() > end) {
+			printf("# sent again: not counted as dropped\n");
+			return -1;
+		}
+	if (!next_answer(f, 100, &a)) {
 		printf("# sent again: answered, syndrome 0x%02x\n", a.syndrome);
 		return -1;
 	}
 	return 0;
 }
 
-/* Posts receive @wr_id: RECV_LEN bytes of its own after RECV_AT. */
+/* Posts receive @wr_id (to the SRQ, if any): RECV_LEN bytes after RECV_AT. */
 static int post_recv_n(struct forge *f, uint64_t wr_id)
 {
 	struct side *r = &f->r;
@@ -126,8 +138,13 @@ static int post_recv_n(struct forge *f, uint64_t wr_id)
 			       RECV_LEN, r->mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 },
 			   *bad;
+	int rc = r->srq ? ibv_post_srq_recv(r->srq, &wr, &bad) :
+			  ibv_post_recv(r->qp, &wr, &bad);
 
-	return ibv_post_recv(r->qp, &wr, &bad);
+	if (rc)
+		printf("# post receive %llu: %s\n", (unsigned long long)wr_id,
+		       strerror(rc));
+	return rc;
 }
 
 /* Whether the next completion is receive @wr_id's, with @status. */
@@ -148,14 +165,24 @@ static int received(struct forge *f, uint64_t wr_id, enum ibv_wc_status status)
 	return 0;
 }
 
+/* Whether the QP is in RTS. */
+static int ready(struct forge *f)
+{
+	if (qp_state(f->r.qp) == IBV_QPS_RTS)
+		return 0;
+	printf("# the QP is not in RTS\n");
+	return -1;
+}
+
 /*
  * A WRITE of one packet at the start of @mr (at @at of the responder's
  * memory) and a SEND of one packet: ACKed and placed.
  */
 static int one_packet_each(struct forge *f, const struct ibv_mr *mr, size_t at)
 {
-	const struct request wr = { WRITE_ONLY, mr, 0, 64, 64, 0x11 },
-			     sd = { SEND_ONLY, NULL, 0, 0, 64, 0x22 };
+	const struct request wr = { .opcode = WRITE_ONLY, .mr = mr, .dma_len = 64,
+				    .plen = 64, .fill = 0x11 },
+			     sd = { .opcode = SEND_ONLY, .plen = 64, .fill = 0x22 };
 	struct ibv_wc wc;
 
 	if (post_recv_n(f, 1) || step(f, &wr, ACK, "WRITE only") ||
@@ -166,8 +193,7 @@ static int one_packet_each(struct forge *f, const struct ibv_mr *mr, size_t at)
 		       ibv_wc_status_str(wc.status), wc.byte_len);
 		return -1;
 	}
-	return holds(f, at, 64, 0x11) || holds(f, RECV_AT, 64, 0x22) ||
-	       qp_state(f->r.qp) != IBV_QPS_RTS;
+	return holds(f, at, 64, 0x11) || holds(f, RECV_AT, 64, 0x22) || ready(f);
 }
 
 static int set_up(struct forge *f)
@@ -175,42 +201,129 @@ static int set_up(struct forge *f)
 	return one_packet_each(f, f->r.mr, 0);
 }
 
-static int send_in_send(struct forge *f)
+/*
+ * A SEND's first packet, then @next at the next PSN, a new message before
+ * the SEND's last packet: NAKed as an invalid request. The SEND's receive
+ * fails, what it took stays, the next receive flushes (an SRQ's stays in
+ * the SRQ: the QP says it took its last), and nothing of @next is placed
+ * (a WRITE's at 4096).
+ */
+static int in_send(struct forge *f, const struct request *next)
 {
-	const struct request first = { SEND_FIRST, NULL, 0, 0, 1024, 0x33 },
-			     only = { SEND_ONLY, NULL, 0, 0, 64, 0x44 };
+	const struct request first = { .opcode = SEND_FIRST, .plen = 1024, .fill = 0x33 };
 
 	return post_recv_n(f, 1) || post_recv_n(f, 2) ||
 	       step(f, &first, ACK, "SEND first") ||
-	       step(f, &only, NAK_INVALID, "SEND only") ||
+	       step(f, next, NAK_INVALID, "then a new message") ||
 	       received(f, 1, IBV_WC_REM_INV_REQ_ERR) ||
-	       received(f, 2, IBV_WC_WR_FLUSH_ERR) ||
-	       holds(f, RECV_AT + RECV_LEN, 64, 0) || side_ended(&f->r, -1);
+	       (!f->r.srq && received(f, 2, IBV_WC_WR_FLUSH_ERR)) ||
+	       holds(f, RECV_AT, 1024, 0x33) ||
+	       holds(f, RECV_AT + 1024, 2 * RECV_LEN - 1024, 0) ||
+	       holds(f, 4096, 2048, 0) ||
+	       side_ended(&f->r, f->r.srq ? IBV_EVENT_QP_LAST_WQE_REACHED : -1);
+}
+
+static int send_in_send(struct forge *f)
+{
+	const struct request next = { .opcode = SEND_ONLY, .plen = 64, .fill = 0x44 };
+
+	return in_send(f, &next);
+}
+
+static int write_first_in_send(struct forge *f)
+{
+	const struct request next = { .opcode = WRITE_FIRST, .mr = f->r.mr,
+				      .offset = 4096, .dma_len = 2048,
+				      .plen = 1024, .fill = 0x44 };
+
+	return in_send(f, &next);
+}
+
+static int read_in_send(struct forge *f)
+{
+	const struct request next = { .opcode = READ_REQUEST, .mr = f->r.mr,
+				      .offset = 4096, .dma_len = 64 };
+
+	return in_send(f, &next);
+}
+
+/*
+ * A WRITE's first packet, then @next at the next PSN, a new message before
+ * the WRITE's last packet: NAKed as an invalid request, which the QP's
+ * consumer learns from an event; nothing of @next is placed (a WRITE's at
+ * 4096), and a receive posted before flushes.
+ */
+static int in_write(struct forge *f, const struct request *next)
+{
+	const struct request first = { .opcode = WRITE_FIRST, .mr = f->r.mr,
+				       .dma_len = 2048, .plen = 1024, .fill = 0x55 };
+
+	return post_recv_n(f, 1) || step(f, &first, ACK, "WRITE first") ||
+	       step(f, next, NAK_INVALID, "then a new message") ||
+	       holds(f, 0, 1024, 0x55) || holds(f, 1024, 4096, 0) ||
+	       holds(f, RECV_AT, RECV_LEN, 0) ||
+	       side_ended(&f->r, IBV_EVENT_QP_REQ_ERR) ||
+	       received(f, 1, IBV_WC_WR_FLUSH_ERR);
 }
 
 static int write_in_write(struct forge *f)
 {
-	const struct request first = { WRITE_FIRST, f->r.mr, 0, 2048, 1024, 0x55 },
-			     only = { WRITE_ONLY, f->r.mr, 4096, 64, 64, 0x66 };
+	const struct request next = { .opcode = WRITE_ONLY, .mr = f->r.mr,
+				      .offset = 4096, .dma_len = 64,
+				      .plen = 64, .fill = 0x66 };
 
-	return step(f, &first, ACK, "WRITE first") ||
-	       step(f, &only, NAK_INVALID, "WRITE only") ||
-	       holds(f, 0, 1024, 0x55) || holds(f, 1024, 4096, 0) ||
-	       side_ended(&f->r, IBV_EVENT_QP_REQ_ERR);
+	return in_write(f, &next);
+}
+
+static int send_in_write(struct forge *f)
+{
+	const struct request next = { .opcode = SEND_ONLY, .plen = 64, .fill = 0x66 };
+
+	return in_write(f, &next);
+}
+
+/*
+ * UC: a SEND's first packet, then a SEND of one packet. UC answers
+ * nothing and goes on: the first message is lost, and the second takes
+ * the receive it had (IBA's class D1, as rxe).
+ */
+static int uc_send_in_send(struct forge *f)
+{
+	const struct request first = { .opcode = 0x20 | SEND_FIRST, .plen = 1024,
+				       .fill = 0x33 },
+			     only = { .opcode = 0x20 | SEND_ONLY, .plen = 64,
+				      .fill = 0x44 };
+	struct answer a;
+	struct ibv_wc wc;
+
+	if (post_recv_n(f, 1) || send_request(f, FIRST_PSN, &first) ||
+	    send_request(f, FIRST_PSN + 1, &only) || poll_wait(f->r.cq, &wc, 10) != 1)
+		return -1;
+	if (wc.wr_id != 1 || wc.status != IBV_WC_SUCCESS || wc.byte_len != 64) {
+		printf("# receive %llu: %s, %u bytes\n", (unsigned long long)wc.wr_id,
+		       ibv_wc_status_str(wc.status), wc.byte_len);
+		return -1;
+	}
+	if (!next_answer(f, 100, &a)) {
+		printf("# UC answered\n");
+		return -1;
+	}
+	return holds(f, RECV_AT, 64, 0x44) || ready(f);
 }
 
 static int middle_without_first(struct forge *f)
 {
-	const struct request middle = { WRITE_MIDDLE, NULL, 0, 0, 1024, 0x77 };
+	const struct request middle = { .opcode = WRITE_MIDDLE, .plen = 1024, .fill = 0x77 };
 
 	return step(f, &middle, NAK_INVALID, "WRITE middle") ||
-	       holds(f, 0, LEN, 0) || side_ended(&f->r, IBV_EVENT_QP_REQ_ERR);
+	       side_ended(&f->r, IBV_EVENT_QP_REQ_ERR);
 }
 
 static int short_middle(struct forge *f)
 {
-	const struct request first = { WRITE_FIRST, f->r.mr, 0, 3072, 1024, 0x88 },
-			     middle = { WRITE_MIDDLE, NULL, 0, 0, 512, 0x99 };
+	const struct request first = { .opcode = WRITE_FIRST, .mr = f->r.mr,
+				       .dma_len = 3072, .plen = 1024, .fill = 0x88 },
+			     middle = { .opcode = WRITE_MIDDLE, .plen = 512, .fill = 0x99 };
 
 	return step(f, &first, ACK, "WRITE first") ||
 	       step(f, &middle, NAK_INVALID, "WRITE middle of 512 bytes") ||
@@ -221,8 +334,8 @@ static int short_middle(struct forge *f)
 
 static int long_last(struct forge *f)
 {
-	const struct request first = { SEND_FIRST, NULL, 0, 0, 1024, 0xaa },
-			     last = { SEND_LAST, NULL, 0, 0, 1100, 0xbb };
+	const struct request first = { .opcode = SEND_FIRST, .plen = 1024, .fill = 0xaa },
+			     last = { .opcode = SEND_LAST, .plen = 1100, .fill = 0xbb };
 
 	return post_recv_n(f, 1) || step(f, &first, ACK, "SEND first") ||
 	       step(f, &last, NAK_INVALID, "SEND last of 1100 bytes") ||
@@ -231,9 +344,14 @@ static int long_last(struct forge *f)
 	       holds(f, RECV_AT + 1024, RECV_LEN - 1024, 0);
 }
 
+/*
+ * A READ and a WRITE longer than max_msg_sz: an invalid request, not (as
+ * the R_Key's check of a 64 KiB MR would have it) a remote access error.
+ */
 static int long_read(struct forge *f)
 {
-	const struct request rd = { READ_REQUEST, f->r.mr, 0, f->max_msg + 1, 0, 0 };
+	const struct request rd = { .opcode = READ_REQUEST, .mr = f->r.mr,
+				    .dma_len = f->max_msg + 1 };
 
 	return step(f, &rd, NAK_INVALID, "READ") ||
 	       side_ended(&f->r, IBV_EVENT_QP_REQ_ERR);
@@ -241,11 +359,12 @@ static int long_read(struct forge *f)
 
 static int long_write(struct forge *f)
 {
-	const struct request first = { WRITE_FIRST, f->r.mr, 0, f->max_msg + 1,
-				       1024, 0xcc };
+	const struct request first = { .opcode = WRITE_FIRST, .mr = f->r.mr,
+				       .dma_len = f->max_msg + 1, .plen = 1024,
+				       .fill = 0xcc };
 
 	return step(f, &first, NAK_INVALID, "WRITE first") ||
-	       holds(f, 0, LEN, 0) || side_ended(&f->r, IBV_EVENT_QP_REQ_ERR);
+	       holds(f, 0, 1024, 0) || side_ended(&f->r, IBV_EVENT_QP_REQ_ERR);
 }
 
 static int mr_gone(struct forge *f)
@@ -254,10 +373,19 @@ static int mr_gone(struct forge *f)
 	/* The last 4 KiB of the responder's memory, an MR of their own. */
 	struct ibv_mr *mr = ibv_reg_mr(r->pd, r->buf + LEN - 4096, 4096,
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	const struct request first = { WRITE_FIRST, mr, 0, 2048, 1024, 0xdd },
-			     last = { WRITE_LAST, NULL, 0, 0, 1024, 0xee };
+	const struct request first = { .opcode = WRITE_FIRST, .mr = mr,
+				       .dma_len = 2048, .plen = 1024, .fill = 0xdd },
+			     last = { .opcode = WRITE_LAST, .plen = 1024, .fill = 0xee };
 
-	if (!mr || step(f, &first, ACK, "WRITE first") || ibv_dereg_mr(mr))
+	if (!mr) {
+		printf("# ibv_reg_mr: %m\n");
+		return -1;
+	}
+	if (step(f, &first, ACK, "WRITE first")) {
+		ibv_dereg_mr(mr);
+		return -1;
+	}
+	if (ibv_dereg_mr(mr))
 		return -1;
 	return step(f, &last, NAK_ACCESS, "WRITE last") ||
 	       holds(f, LEN - 4096, 1024, 0xdd) ||
@@ -313,8 +441,9 @@ static int keys_come_back(struct forge *f, int send)
 				       IBV_ACCESS_REMOTE_WRITE), *other_mr = NULL;
 	unsigned char *other = aligned_alloc(4096, 4096);
 	struct ibv_pd *other_pd = ibv_alloc_pd(r->ctx);
-	struct request first = { WRITE_FIRST, mr, 0, 2048, 1024, 0xdd },
-		       last = { WRITE_LAST, NULL, 0, 0, 1024, 0xee };
+	struct request first = { .opcode = WRITE_FIRST, .mr = mr, .dma_len = 2048,
+				 .plen = 1024, .fill = 0xdd },
+		       last = { .opcode = WRITE_LAST, .plen = 1024, .fill = 0xee };
 	struct ibv_sge sge = { (uintptr_t)at, 4096, mr ? mr->lkey : 0 };
 	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 },
 			   *bad;
@@ -325,7 +454,8 @@ static int keys_come_back(struct forge *f, int send)
 		goto out;
 	memset(other, 0, 4096);
 	if (send) {
-		first = (struct request){ SEND_FIRST, NULL, 0, 0, 1024, 0xdd };
+		first = (struct request){ .opcode = SEND_FIRST, .plen = 1024,
+					  .fill = 0xdd };
 		last.opcode = SEND_LAST;
 		if (ibv_post_recv(r->qp, &wr, &bad))
 			goto out;
@@ -532,8 +662,16 @@ static const struct forged_case forged[] = {
 	{ "a WRITE and a SEND of one packet each: ACKed and placed", set_up },
 	{ "a SEND of one packet after a SEND's first: NAKed, the first's receive fails",
 	  send_in_send },
+	{ "the same on an SRQ: then the QP says it took its last receive",
+	  send_in_send, SIDE_SRQ },
+	{ "a WRITE's first packet after a SEND's first: NAKed, not placed",
+	  write_first_in_send },
+	{ "a READ after a SEND's first packet: NAKed", read_in_send },
 	{ "a WRITE of one packet after a WRITE's first: NAKed, not placed", write_in_write },
-	{ "a WRITE's middle packet with no first: NAKed, not placed", middle_without_first },
+	{ "a SEND of one packet after a WRITE's first: NAKed, not placed", send_in_write },
+	{ "UC: a SEND of one packet after a SEND's first: the first lost, the second taken",
+	  uc_send_in_send, SIDE_UC },
+	{ "a WRITE's middle packet with no first: NAKed", middle_without_first },
 	{ "a WRITE's middle packet of 512 bytes: NAKed, not placed, then unanswered",
 	  short_middle },
 	{ "a SEND's last packet of 1100 bytes: NAKed, then unanswered", long_last },

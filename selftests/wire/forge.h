@@ -68,8 +68,10 @@ static inline int send_packet(struct forge *f, uint8_t opcode, uint32_t psn,
 	uint8_t p[PKT_MAX];
 
 	len = at + BTH_LEN + ext_len + plen + pad + ICRC_LEN;
-	if (len > sizeof(p))
+	if (len > sizeof(p)) {
+		errno = EMSGSIZE;
 		return -1;
+	}
 	if (!++f->ip.id)
 		f->ip.id = 1;
 	put_ipv4_udp(p, len, &f->ip);
@@ -154,6 +156,7 @@ static inline int holds(struct forge *f, size_t off, size_t n, uint8_t v)
 struct forged_case {
 	const char *name;
 	int (*run)(struct forge *f);
+	int flags;		/* side_open()'s: UC, an SRQ */
 };
 
 /* Runs case @c, number @i, on a fresh QP of @dev; 0 when it passes. */
@@ -176,7 +179,7 @@ static inline int forge_run(struct forge *f, const struct forged_case *c,
 		.sq_psn = FIRST_PSN, .rq_psn = FIRST_PSN,
 	};
 	memset(&f->r, 0, sizeof(f->r));
-	if (side_open(&f->r, dev, gidx, LEN, 4, 0) ||
+	if (side_open(&f->r, dev, gidx, LEN, 4, c->flags) ||
 	    ibv_query_port(f->r.ctx, 1, &port) || rc_connect(f->r.qp, &f->path)) {
 		printf("# %s: %m\n", dev);
 		goto out;

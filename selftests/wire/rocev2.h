@@ -24,7 +24,9 @@
 #define BTH_LEN		12
 #define ICRC_LEN	4
 #define HDRS		(IP_HDR + UDP_HDR + BTH_LEN)	/* what the ICRC masks */
+#ifndef ARRAY_SIZE
 #define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
 
 static inline void put16(uint8_t *p, uint32_t v)
 {
@@ -84,6 +86,7 @@ static inline uint32_t crc32_update(uint32_t crc, const uint8_t *p, size_t n)
 {
 	static uint32_t table[256];
 
+	/* built on the first call: its entry 1 is never 0 once built */
 	if (!table[1])
 		for (uint32_t i = 0; i < 256; i++) {
 			uint32_t c = i;

@@ -3,7 +3,8 @@
  * One end of an RC (or UC) connection between port 1 of two devices that
  * one process opens (the core shares RDMA devices with every namespace),
  * for the tests that run across a wire between them (psnwrap, window,
- * ucloss): each side's memory is checked directly.
+ * ucloss, misfit), or of one to a peer that forge.h forges: each side's
+ * memory is checked directly.
  */
 #ifndef RSOFT_WIRE_SIDE_H
 #define RSOFT_WIRE_SIDE_H

@@ -97,7 +97,9 @@ fn place(
 
 /// Starts the message whose first packet `req` was accepted at `dest`
 /// (whose lock `d` is), with the receive it took (`recv`, its SGEs in
-/// `room`): places its data and keeps what the later packets need.
+/// `room`): places its data and keeps what the later packets need. No
+/// message is in the middle then: `judge` refused a first packet during
+/// one (RC), or ended that one (UC).
 pub(super) fn begin(
     port: &Net,
     dest: &QpUse,
@@ -375,8 +377,9 @@ fn settle(
 }
 
 /// Ends the message `dest` (whose lock `d` is) is in the middle of, whose
-/// last packet will not come. On RC, its requester broke the sequence: the
-/// receive completes in error, and the QP enters the error state. UC loses
+/// last packet will not come. On RC, its requester broke the sequence: a
+/// SEND's receive completes in error, which moves the QP to the error
+/// state (a WRITE has no receive: the caller's NAK ends the QP). UC loses
 /// the message alone (see [`lose`]).
 pub(super) fn abandon(port: &Net, dest: &QpUse, d: &mut QpInner, after: &mut After) {
     if let Some(recv) = d.inbound.take().and_then(Inbound::into_recv) {
