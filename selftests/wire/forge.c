@@ -39,7 +39,8 @@
 /* A request: its opcode, a RETH if @mr, and @plen bytes of @fill. */
 struct request {
 	uint8_t opcode;
-	const struct ibv_mr *mr;	/* the RETH names @offset of it, */
+	const struct ibv_mr *mr;	/* the RETH names @offset of it */
+	uint8_t reth;			/* (or, with no @mr, of the QP's MR), */
 	uint32_t offset;
 	uint32_t dma_len;		/* and this length */
 	uint32_t plen;
@@ -49,12 +50,13 @@ struct request {
 /* Sends @r to the responder with PSN @psn; 0, or -1 on a socket error. */
 static int send_request(struct forge *f, uint32_t psn, const struct request *r)
 {
+	const struct ibv_mr *mr = r->mr ?: r->reth ? f->r.mr : NULL;
 	uint8_t reth[RETH_LEN];
 
-	if (r->mr)
-		put_reth(reth, (uintptr_t)r->mr->addr + r->offset, r->mr->rkey,
+	if (mr)
+		put_reth(reth, (uintptr_t)mr->addr + r->offset, mr->rkey,
 			 r->dma_len);
-	return send_packet(f, r->opcode, psn, reth, r->mr ? RETH_LEN : 0,
+	return send_packet(f, r->opcode, psn, reth, mr ? RETH_LEN : 0,
 			   r->plen, r->fill);
 }
 
@@ -208,8 +210,9 @@ static int set_up(struct forge *f)
  * the SRQ: the QP says it took its last), and nothing of @next is placed
  * (a WRITE's at 4096).
  */
-static int in_send(struct forge *f, const struct request *next)
+static int in_send(struct forge *f)
 {
+	const struct request *next = f->arg;
 	const struct request first = { .opcode = SEND_FIRST, .plen = 1024, .fill = 0x33 };
 
 	return post_recv_n(f, 1) || post_recv_n(f, 2) ||
@@ -223,29 +226,18 @@ static int in_send(struct forge *f, const struct request *next)
 	       side_ended(&f->r, f->r.srq ? IBV_EVENT_QP_LAST_WQE_REACHED : -1);
 }
 
-static int send_in_send(struct forge *f)
-{
-	const struct request next = { .opcode = SEND_ONLY, .plen = 64, .fill = 0x44 };
-
-	return in_send(f, &next);
-}
-
-static int write_first_in_send(struct forge *f)
-{
-	const struct request next = { .opcode = WRITE_FIRST, .mr = f->r.mr,
-				      .offset = 4096, .dma_len = 2048,
-				      .plen = 1024, .fill = 0x44 };
-
-	return in_send(f, &next);
-}
-
-static int read_in_send(struct forge *f)
-{
-	const struct request next = { .opcode = READ_REQUEST, .mr = f->r.mr,
-				      .offset = 4096, .dma_len = 64 };
-
-	return in_send(f, &next);
-}
+/* What comes after a SEND's or a WRITE's first packet. */
+static const struct request send_only = {
+	.opcode = SEND_ONLY, .plen = 64, .fill = 0x44,
+}, write_first = {
+	.opcode = WRITE_FIRST, .reth = 1, .offset = 4096, .dma_len = 2048,
+	.plen = 1024, .fill = 0x44,
+}, write_only = {
+	.opcode = WRITE_ONLY, .reth = 1, .offset = 4096, .dma_len = 64,
+	.plen = 64, .fill = 0x44,
+}, read_request = {
+	.opcode = READ_REQUEST, .reth = 1, .offset = 4096, .dma_len = 64,
+};
 
 /*
  * A WRITE's first packet, then @next at the next PSN, a new message before
@@ -253,8 +245,9 @@ static int read_in_send(struct forge *f)
  * consumer learns from an event; nothing of @next is placed (a WRITE's at
  * 4096), and a receive posted before flushes.
  */
-static int in_write(struct forge *f, const struct request *next)
+static int in_write(struct forge *f)
 {
+	const struct request *next = f->arg;
 	const struct request first = { .opcode = WRITE_FIRST, .mr = f->r.mr,
 				       .dma_len = 2048, .plen = 1024, .fill = 0x55 };
 
@@ -264,22 +257,6 @@ static int in_write(struct forge *f, const struct request *next)
 	       holds(f, RECV_AT, RECV_LEN, 0) ||
 	       side_ended(&f->r, IBV_EVENT_QP_REQ_ERR) ||
 	       received(f, 1, IBV_WC_WR_FLUSH_ERR);
-}
-
-static int write_in_write(struct forge *f)
-{
-	const struct request next = { .opcode = WRITE_ONLY, .mr = f->r.mr,
-				      .offset = 4096, .dma_len = 64,
-				      .plen = 64, .fill = 0x66 };
-
-	return in_write(f, &next);
-}
-
-static int send_in_write(struct forge *f)
-{
-	const struct request next = { .opcode = SEND_ONLY, .plen = 64, .fill = 0x66 };
-
-	return in_write(f, &next);
 }
 
 /*
@@ -661,14 +638,16 @@ static int random_requests(struct forge *f)
 static const struct forged_case forged[] = {
 	{ "a WRITE and a SEND of one packet each: ACKed and placed", set_up },
 	{ "a SEND of one packet after a SEND's first: NAKed, the first's receive fails",
-	  send_in_send },
+	  in_send, 0, &send_only },
 	{ "the same on an SRQ: then the QP says it took its last receive",
-	  send_in_send, SIDE_SRQ },
+	  in_send, SIDE_SRQ, &send_only },
 	{ "a WRITE's first packet after a SEND's first: NAKed, not placed",
-	  write_first_in_send },
-	{ "a READ after a SEND's first packet: NAKed", read_in_send },
-	{ "a WRITE of one packet after a WRITE's first: NAKed, not placed", write_in_write },
-	{ "a SEND of one packet after a WRITE's first: NAKed, not placed", send_in_write },
+	  in_send, 0, &write_first },
+	{ "a READ after a SEND's first packet: NAKed", in_send, 0, &read_request },
+	{ "a WRITE of one packet after a WRITE's first: NAKed, not placed",
+	  in_write, 0, &write_only },
+	{ "a SEND of one packet after a WRITE's first: NAKed, not placed",
+	  in_write, 0, &send_only },
 	{ "UC: a SEND of one packet after a SEND's first: the first lost, the second taken",
 	  uc_send_in_send, SIDE_UC },
 	{ "a WRITE's middle packet with no first: NAKed", middle_without_first },

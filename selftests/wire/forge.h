@@ -53,6 +53,7 @@ struct forge {
 	uint32_t max_msg;	/* the port's max_msg_sz */
 	struct rc_path path;	/* the case's QP's, to the peer */
 	unsigned int seed;	/* for the random cases */
+	const void *arg;	/* the case's */
 };
 
 /*
@@ -157,6 +158,7 @@ struct forged_case {
 	const char *name;
 	int (*run)(struct forge *f);
 	int flags;		/* side_open()'s: UC, an SRQ */
+	const void *arg;	/* what it runs with, as f->arg */
 };
 
 /* Runs case @c, number @i, on a fresh QP of @dev; 0 when it passes. */
@@ -187,6 +189,7 @@ static inline int forge_run(struct forge *f, const struct forged_case *c,
 	f->max_msg = port.max_msg_sz;
 	f->peer = PEER + i;
 	f->psn = FIRST_PSN;
+	f->arg = c->arg;
 	rc = c->run(f);
 out:
 	side_close(&f->r);
