@@ -223,19 +223,19 @@ port=$((port + 1))
 # and nothing is placed where the requester may not write. Then forged answers to
 # rsoft_v1's READs and atomics (selftests/wire/replies), at random: none
 # writes outside the WR's buffer.
+# forged PROG NAME: selftests/wire/PROG from $ip0 at rsoft_v1, its lines
+# shown; passes as NAME when it exits 0.
+forged() {
+	local out rc=0
+	out=$(timeout -k 5 $T "$(dirname "$0")/build/wire/$1" rsoft_v1 "$g1" $ip0 $ip1 2>&1) ||
+		rc=$?
+	echo "$out"
+	check "$2" test $rc -eq 0
+}
 if check "rdma link delete rsoft_v0" rdma link delete rsoft_v0; then
-	rc=0
-	out=$(timeout -k 5 $T "$(dirname "$0")/build/wire/forge" rsoft_v1 "$g1" $ip0 $ip1 2>&1) ||
-		rc=$?
-	echo "$out"
-	check "forged RC requests at rsoft_v1: NAKed as due, nothing placed where it may not be" \
-		test $rc -eq 0
-	rc=0
-	out=$(timeout -k 5 $T "$(dirname "$0")/build/wire/replies" rsoft_v1 "$g1" $ip0 $ip1 2>&1) ||
-		rc=$?
-	echo "$out"
-	check "forged answers at rsoft_v1's READs and atomics: nothing written outside their buffers" \
-		test $rc -eq 0
+	forged forge "forged RC requests at rsoft_v1: NAKed as due, nothing placed where it may not be"
+	forged replies \
+		"forged answers at rsoft_v1's READs and atomics: nothing written outside their buffers"
 	check "rdma link add rsoft_v0 again" timeout $T rdma link add rsoft_v0 type rsoft netdev v0
 	g0=
 	until_ok 20 gid_index rsoft_v0 $ip0 >/dev/null && g0=$(gid_index rsoft_v0 $ip0)
