@@ -5,9 +5,9 @@
 //! lock held, each piece through a reference to its MR.
 
 use crate::{
-    ib::{self, Access, Memory, PdId},
-    mr::{MrUse, Mrs},
-    wq::SgeCopy,
+    ib::{self, Memory},
+    mr::{Grant, MrUse, Mrs},
+    wq::{SgeCopy, Sges},
 };
 use kernel::prelude::*;
 
@@ -20,20 +20,13 @@ const CHUNK: u32 = 64 * 1024;
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BadSge;
 
-/// Checks the SGEs of one WR against the MR table: all must name an MR of
-/// `pd` with `need` rights, and lie within it. Returns their total length.
-pub(crate) fn check_sges(
-    mrs: &Mrs,
-    pd: PdId,
-    need: Access,
-    sges: &[SgeCopy],
-) -> Result<u64, BadSge> {
+/// Checks the SGEs of one WR against the MR table: all must name an MR
+/// their grant admits, and lie within it. Returns their total length.
+pub(crate) fn check_sges(mrs: &Mrs, sges: Sges<'_>) -> Result<u64, BadSge> {
     let mut total = 0u64;
-    for sge in sges.iter().filter(|s| s.length > 0) {
+    for sge in sges.list.iter().filter(|s| s.length > 0) {
         let fits = mrs.passes(sge.lkey, |mr| {
-            mr.pd == pd
-                && mr.access.contains(need)
-                && mr.offset_of(sge.addr, sge.length.into()).is_some()
+            sges.grant.admits(mr) && mr.offset_of(sge.addr, sge.length.into()).is_some()
         });
         if !fits {
             return Err(BadSge);
@@ -86,6 +79,7 @@ impl Pace<'_> {
 struct Cursor<'s> {
     mrs: &'s Mrs,
     sges: core::slice::Iter<'s, SgeCopy>,
+    grant: Grant,
     /// The current SGE, its MR and its offset in the MR.
     cur: Option<(SgeCopy, MrUse, u64)>,
     /// Bytes of `cur` already walked.
@@ -93,18 +87,19 @@ struct Cursor<'s> {
 }
 
 impl<'s> Cursor<'s> {
-    fn new(mrs: &'s Mrs, sges: &'s [SgeCopy]) -> Self {
+    fn new(mrs: &'s Mrs, sges: Sges<'s>) -> Self {
         Self {
             mrs,
-            sges: sges.iter(),
+            sges: sges.list.iter(),
+            grant: sges.grant,
             cur: None,
             done: 0,
         }
     }
 
     /// The next piece, at most `max` bytes: the memory, the offset in it
-    /// and the length. Fails if an SGE's MR has gone, shrunk or is being
-    /// deregistered.
+    /// and the length. Fails if an SGE's MR has gone, shrunk, is being
+    /// deregistered or is not one the grant admits.
     fn take(&mut self, max: u32) -> Result<Option<(&Memory, u64, u32)>> {
         if !matches!(&self.cur, Some((sge, _, _)) if self.done < sge.length) {
             // The previous MR is left before the next is entered.
@@ -112,7 +107,7 @@ impl<'s> Cursor<'s> {
             let Some(&sge) = self.sges.find(|s| s.length > 0) else {
                 return Ok(None);
             };
-            let mr = self.mrs.enter(sge.lkey).ok_or(EINVAL)?;
+            let mr = self.mrs.enter(sge.lkey, self.grant).ok_or(EINVAL)?;
             let off = mr.entry().offset_of(sge.addr, sge.length.into());
             self.cur = Some((sge, mr, off.ok_or(EINVAL)?));
             self.done = 0;
@@ -143,9 +138,9 @@ impl<'s> Cursor<'s> {
 /// [`check_sges`] and `dst` holds at least `skip` more bytes than `src`.
 pub(crate) fn copy_sges(
     mrs: &Mrs,
-    dst: &[SgeCopy],
+    dst: Sges<'_>,
     skip: u32,
-    src: &[SgeCopy],
+    src: Sges<'_>,
     pace: &Pace<'_>,
 ) -> Result {
     let mut dst = Cursor::new(mrs, dst);
@@ -170,7 +165,7 @@ pub(crate) fn copy_sges(
 
 /// Writes `bytes` into the buffers the (checked) `dst` SGEs name, from
 /// their byte `skip` on.
-pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], skip: u32, bytes: &[u8]) -> Result {
+pub(crate) fn write_sges(mrs: &Mrs, dst: Sges<'_>, skip: u32, bytes: &[u8]) -> Result {
     let mut dst = Cursor::new(mrs, dst);
     dst.skip(skip)?;
     let mut done = 0;
@@ -185,7 +180,7 @@ pub(crate) fn write_sges(mrs: &Mrs, dst: &[SgeCopy], skip: u32, bytes: &[u8]) ->
 
 /// Reads the bytes the (checked) `src` SGEs name from their byte `skip`
 /// on into `out`, which they fill.
-pub(crate) fn read_sges(mrs: &Mrs, src: &[SgeCopy], skip: u32, out: &mut [u8]) -> Result {
+pub(crate) fn read_sges(mrs: &Mrs, src: Sges<'_>, skip: u32, out: &mut [u8]) -> Result {
     let mut src = Cursor::new(mrs, src);
     src.skip(skip)?;
     let mut done = 0;

@@ -160,7 +160,7 @@ fn step(net: &Net, qp: &QpUse, ctx: Ctx, scratch: &mut Scratch, after: &mut Afte
                 return more(flush(net, qp, after));
             }
             QpState::Rts | QpState::Sqd => {
-                match transport::Head::of(&mut inner, routes, send, inline) {
+                match transport::Head::of(&mut inner, qp.pd, routes, send, inline) {
                     Some(head) => head,
                     None => {
                         let drained = inner.take_drained();

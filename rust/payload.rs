@@ -5,9 +5,8 @@
 
 use crate::{
     copy::{check_sges, copy_sges, read_sges, write_sges, BadSge, Pace},
-    ib::{Access, PdId},
     mr::Mrs,
-    wq::SgeCopy,
+    wq::Sges,
 };
 use kernel::prelude::*;
 
@@ -15,40 +14,40 @@ use kernel::prelude::*;
 /// scratch buffers.
 #[derive(Clone, Copy)]
 pub(crate) enum Payload<'a> {
-    Sges(&'a [SgeCopy]),
+    Sges(Sges<'a>),
     Inline(&'a [u8]),
 }
 
 impl<'a> Payload<'a> {
     /// The request's local SGEs: where a READ or an atomic puts its
     /// result. Inline requests have none (only sends and writes are).
-    pub(crate) fn sges(&self) -> &'a [SgeCopy] {
+    pub(crate) fn sges(&self) -> Option<Sges<'a>> {
         match *self {
-            Self::Sges(sges) => sges,
-            Self::Inline(_) => &[],
+            Self::Sges(sges) => Some(sges),
+            Self::Inline(_) => None,
         }
     }
 
     /// The bytes it moves.
     pub(crate) fn len(&self) -> u64 {
         match *self {
-            Self::Sges(sges) => sges.iter().map(|s| u64::from(s.length)).sum(),
+            Self::Sges(sges) => sges.list.iter().map(|s| u64::from(s.length)).sum(),
             Self::Inline(data) => data.len() as u64,
         }
     }
 
     /// Checks the local SGEs as [`check_sges`] does and returns the
     /// length; inline data names no memory and passes.
-    pub(crate) fn check(&self, mrs: &Mrs, pd: PdId, need: Access) -> Result<u64, BadSge> {
+    pub(crate) fn check(&self, mrs: &Mrs) -> Result<u64, BadSge> {
         match *self {
-            Self::Sges(sges) => check_sges(mrs, pd, need, sges),
+            Self::Sges(sges) => check_sges(mrs, sges),
             Self::Inline(data) => Ok(data.len() as u64),
         }
     }
 
     /// Copies the payload into the buffers the (checked) `dst` SGEs name,
     /// from their byte `skip` on.
-    pub(crate) fn copy_to(&self, mrs: &Mrs, dst: &[SgeCopy], skip: u32, pace: &Pace<'_>) -> Result {
+    pub(crate) fn copy_to(&self, mrs: &Mrs, dst: Sges<'_>, skip: u32, pace: &Pace<'_>) -> Result {
         match *self {
             Self::Sges(sges) => copy_sges(mrs, dst, skip, sges, pace),
             Self::Inline(data) => write_sges(mrs, dst, skip, data),

@@ -51,6 +51,28 @@ pub(crate) struct Mr {
     pub(crate) pages: Option<Arc<Memory>>,
 }
 
+/// What a transfer may enter an MR for: the PD the MR must belong to and
+/// the rights it must give. It is asked each time an MR is entered, not
+/// only when a request is taken: between two packets of a message, or two
+/// runs of a READ's response, an MR may go and its key, the generations of
+/// its slot gone round, come back naming another PD's memory.
+#[derive(Clone, Copy)]
+pub(crate) struct Grant {
+    pub(crate) pd: PdId,
+    pub(crate) need: Access,
+}
+
+impl Grant {
+    pub(crate) fn new(pd: PdId, need: Access) -> Self {
+        Self { pd, need }
+    }
+
+    /// Whether `mr` is of its PD and gives its rights.
+    pub(crate) fn admits(&self, mr: &MrEntry) -> bool {
+        mr.pd == self.pd && mr.access.contains(self.need)
+    }
+}
+
 /// A registered memory region, as the table hands it out: a transfer
 /// holds one while it copies, which keeps the memory.
 #[derive(Clone)]
@@ -251,9 +273,9 @@ impl Mrs {
     }
 
     /// Enters the MR `key` names to access its memory, if it is
-    /// registered, valid and not being deregistered.
-    pub(crate) fn enter(&self, key: MrKey) -> Option<MrUse> {
-        let entry = self.get(key)?;
+    /// registered, valid, admitted by `grant` and not being deregistered.
+    pub(crate) fn enter(&self, key: MrKey, grant: Grant) -> Option<MrUse> {
+        let entry = self.get(key).filter(|mr| grant.admits(mr))?;
         // Not `then_some`: an `MrUse` made and dropped here would leave a
         // gate it never entered.
         if !entry.users.enter() {

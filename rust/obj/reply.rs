@@ -7,10 +7,10 @@
 //! backlog holds. The answers to the requests after it wait behind it,
 //! as the requester takes answers in PSN order.
 
+use super::wq::GrantedSge;
 use crate::{
     ib::{Grh, QpNum},
     psn::Psn,
-    wq::SgeCopy,
 };
 use kernel::prelude::*;
 
@@ -23,9 +23,10 @@ pub(crate) enum Said {
     /// An atomic's original value.
     Atomic(u64),
     /// A READ's data, in the responder's memory, checked when the READ was
-    /// taken; `sent` of its response packets are out.
+    /// taken (and each time its packets are filled); `sent` of its
+    /// response packets are out.
     Read {
-        sge: SgeCopy,
+        src: GrantedSge,
         sent: u32,
     },
 }

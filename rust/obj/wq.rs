@@ -3,7 +3,7 @@
 //! Work queues: the FIFO of work requests behind a QP's send or receive
 //! queue and an SRQ, sized at creation so that posting never allocates.
 
-use super::mr::MrKey;
+use super::mr::{Grant, MrKey};
 use crate::ib::{Datagram, Key, LocalOp, RecvWrs, Remote, SendOp, Sge, WcOpcode};
 use kernel::prelude::*;
 
@@ -33,6 +33,33 @@ impl SgeCopy {
             length: len,
             lkey: MrKey::of(r.rkey),
         }
+    }
+}
+
+/// An SGE list, and the grant each MR it names is entered under.
+#[derive(Clone, Copy)]
+pub(crate) struct Sges<'a> {
+    pub(crate) list: &'a [SgeCopy],
+    pub(crate) grant: Grant,
+}
+
+impl<'a> Sges<'a> {
+    pub(crate) fn new(list: &'a [SgeCopy], grant: Grant) -> Self {
+        Self { list, grant }
+    }
+}
+
+/// One SGE and its grant, held past the call that checked it: a READ's
+/// data at its responder, read when its response packets leave.
+#[derive(Clone, Copy)]
+pub(crate) struct GrantedSge {
+    pub(crate) sge: SgeCopy,
+    pub(crate) grant: Grant,
+}
+
+impl GrantedSge {
+    pub(crate) fn sges(&self) -> Sges<'_> {
+        Sges::new(core::slice::from_ref(&self.sge), self.grant)
     }
 }
 

@@ -15,13 +15,15 @@ use crate::{
     copy::{copy_sges, write_sges, Pace},
     counters::Counter,
     flight::{Answer, Event, Leg, Outcome, Sent},
-    ib::{Gid, SendOp, Wc, WcOpcode, WcStatus},
+    ib::{Access, Gid, SendOp, Wc, WcOpcode, WcStatus},
+    mr::Grant,
     net::Net,
     psn::Psn,
     qp::{QpInner, QpUse},
     retry::{Refusal, Retries},
-    wq::Wqe,
+    wq::{Sges, Wqe},
 };
+use kernel::error::code;
 
 /// Retires the head WQE of `qp` (copied as `head`, `len` bytes) from
 /// `response`, its responder's answer; `None` when none came. Returns
@@ -45,10 +47,16 @@ pub(crate) fn answer(
         // UC and UD expect none and never know.
         None if rules::acknowledged(qp.qp_type) => return refused(Refusal::Silence, after),
         None | Some(Response::Ack) => WcStatus::Success,
-        Some(Response::Read(src)) => local(copy_sges(net.mrs(), head.sges(), 0, &[src], pace)),
-        Some(Response::Atomic(old)) => {
-            local(write_sges(net.mrs(), head.sges(), 0, &old.to_ne_bytes()))
-        }
+        Some(Response::Read(src)) => local(
+            head.sges()
+                .ok_or(code::EINVAL)
+                .and_then(|dst| copy_sges(net.mrs(), dst, 0, src.sges(), pace)),
+        ),
+        Some(Response::Atomic(old)) => local(
+            head.sges()
+                .ok_or(code::EINVAL)
+                .and_then(|dst| write_sges(net.mrs(), dst, 0, &old.to_ne_bytes())),
+        ),
         Some(Response::Fault) => WcStatus::LocalProtection,
         Some(Response::Nak(nak)) => match nak {
             Nak::Rnr(timer) => return refused(Refusal::Rnr(timer), after),
@@ -280,6 +288,7 @@ pub(crate) fn returned(
         return skipped.then_some(true);
     }
     let (wqe, sges) = inner.sq.get(index)?;
+    let sges = Sges::new(sges, Grant::new(qp.pd, Access::LOCAL_WRITE));
     let (placed, last) = match (data, wqe.op) {
         // A last packet before the READ's own ends a part of it asked
         // for again.

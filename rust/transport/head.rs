@@ -7,13 +7,14 @@
 use super::packet::{Opcode, Response};
 use crate::{
     flight::{Answer, Event, Leg, Outcome},
-    ib::{Address, QpState},
+    ib::{Access, Address, PdId, QpState},
+    mr::Grant,
     payload::Payload,
     psn::Psn,
     qp::{KeptPeer, QpInner, Qpn},
     retry::Budget,
     scratch::Buf,
-    wq::{SgeCopy, Wqe},
+    wq::{SgeCopy, Sges, Wqe},
 };
 
 /// The send WQE a step acts on and what executing it needs of the QP,
@@ -58,9 +59,11 @@ impl<'s> Head<'s> {
     /// copied into `send` or its inline data into `inline` (the runner's
     /// [`Scratch`](crate::scratch::Scratch)), and the peer the QP keeps if
     /// the fabric's routes are still `routes`. An answer is taken off the
-    /// QP: it is this run's to act on.
+    /// QP: it is this run's to act on. Its SGEs are entered as MRs of the
+    /// QP's PD, `pd`.
     pub(crate) fn of(
         inner: &mut QpInner,
+        pd: PdId,
         routes: u32,
         send: &'s mut Buf<SgeCopy>,
         inline: &'s mut Buf<u8>,
@@ -76,7 +79,17 @@ impl<'s> Head<'s> {
         let (wqe, sges) = inner.sq.get(index)?;
         let data = match inner.sq.inline_of(index) {
             Some(bytes) => Payload::Inline(inline.fill(bytes)?),
-            None => Payload::Sges(send.fill(sges)?),
+            None => {
+                // A READ or an atomic writes its result there; the rest
+                // read their data from there.
+                let writes = Opcode::of(wqe).is_some_and(Opcode::answers_with_data);
+                let need = if writes {
+                    Access::LOCAL_WRITE
+                } else {
+                    Access::LOCAL_READ
+                };
+                Payload::Sges(Sges::new(send.fill(sges)?, Grant::new(pd, need)))
+            }
         };
         let a = &inner.attr;
         Some(Self {
@@ -117,7 +130,7 @@ impl<'s> Head<'s> {
     }
 
     /// Its local buffers: where a READ or an atomic puts its result.
-    pub(crate) fn sges(&self) -> &'s [SgeCopy] {
+    pub(crate) fn sges(&self) -> Option<Sges<'s>> {
         self.data.sges()
     }
 

@@ -13,7 +13,7 @@ use crate::{
     payload::Payload,
     psn::Psn,
     qp::Qpn,
-    wq::{SgeCopy, Wqe},
+    wq::{GrantedSge, Wqe},
 };
 
 /// The bytes an atomic reads and writes, at the responder and back.
@@ -288,7 +288,7 @@ pub(crate) enum Response {
     Ack,
     /// A READ's data: the responder's memory, checked, for the completer
     /// to copy into the request's local buffers.
-    Read(SgeCopy),
+    Read(GrantedSge),
     /// An atomic's original value.
     Atomic(u64),
     Nak(Nak),

@@ -17,7 +17,7 @@ use crate::{
     copy::{BadSge, Pace},
     fastreg,
     flight::{Leg, Outcome},
-    ib::{Access, SendOp, WcStatus},
+    ib::{SendOp, WcStatus},
     limits,
     net::Net,
     qp::{KeptPeer, QpUse, Qpn},
@@ -79,12 +79,7 @@ pub(crate) fn send(
         return fail(WcStatus::LocalQpOperation, after);
     }
     let bth = rules::bth(qp.qp_type, opcode);
-    let need = if opcode.answers_with_data() {
-        Access::LOCAL_WRITE
-    } else {
-        Access::LOCAL_READ
-    };
-    let len = match head.data.check(net.mrs(), qp.pd, need) {
+    let len = match head.data.check(net.mrs()) {
         Err(BadSge) => return fail(WcStatus::LocalProtection, after),
         Ok(len) => len,
     };

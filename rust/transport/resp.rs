@@ -19,14 +19,14 @@ use crate::{
     copy::{self, check_sges, write_sges, BadSge, Pace},
     counters::Counter,
     grh::{self, GRH_LEN},
-    ib::{self, Access, PdId, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
+    ib::{self, Access, RecvGrh, Remote, SendOp, Wc, WcEx, WcOpcode, WcStatus},
     limits,
-    mr::MrKey,
+    mr::{Grant, MrKey},
     net::{Link, Net},
     psn::{Psn, Sequence},
     qp::{QpInner, QpShared, QpUse, Qpn},
     scratch::Buf,
-    wq::{SgeCopy, Wqe},
+    wq::{GrantedSge, SgeCopy, Sges, Wqe},
 };
 use kernel::prelude::*;
 
@@ -161,9 +161,11 @@ fn end_on_nak(dest: &QpUse, d: &mut QpInner, nak: Nak, after: &mut After) {
     }
 }
 
-/// The PD the receives of `qp` are checked in.
-fn receive_pd(qp: &QpShared) -> PdId {
-    qp.srq.as_ref().map_or(qp.pd, |srq| srq.pd)
+/// The SGEs of `qp`'s receive `sges`, entered as MRs of the PD of its
+/// queue (the SRQ's, if it has one) that the consumer may write.
+fn receive_sges<'a>(qp: &QpShared, sges: &'a [SgeCopy]) -> Sges<'a> {
+    let pd = qp.srq.as_ref().map_or(qp.pd, |srq| srq.pd);
+    Sges::new(sges, Grant::new(pd, Access::LOCAL_WRITE))
 }
 
 /// Shows the oldest receive of `dest` (whose lock `d` is) to `decide`,
@@ -345,7 +347,6 @@ fn judge<'r>(
         }
         return Verdict::Execute(None);
     }
-    let rpd = receive_pd(dest);
     let rnr_timer = d.attr.min_rnr_timer;
     let (recv, refusal) = receive_at(dest, d, room, |front| {
         let Some(rsges) = front else {
@@ -354,7 +355,7 @@ fn judge<'r>(
         if req.opcode == Opcode::WriteImm {
             return (true, None);
         }
-        let refusal = match check_sges(port.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
+        let refusal = match check_sges(port.mrs(), receive_sges(dest, rsges)) {
             Err(BadSge) => Some((Nak::RemoteOperation, WcStatus::LocalProtection)),
             Ok(room) if u64::from(req.len) > room => {
                 Some((Nak::InvalidRequest, WcStatus::LocalLength))
@@ -529,15 +530,21 @@ fn perform(
         SendOp::Send => match recv {
             Some(recv) => req
                 .data
-                .copy_to(mrs, recv.sges, 0, pace)
+                .copy_to(mrs, receive_sges(dest, recv.sges), 0, pace)
                 .map(|()| Response::Ack),
             None => Err(EINVAL),
         },
-        SendOp::RdmaWrite(r) => req
-            .data
-            .copy_to(mrs, &[SgeCopy::remote(r, req.len)], 0, pace)
-            .map(|()| Response::Ack),
-        SendOp::RdmaRead(r) => Ok(Response::Read(SgeCopy::remote(r, req.len))),
+        SendOp::RdmaWrite(r) => {
+            let dst = [SgeCopy::remote(r, req.len)];
+            let grant = Grant::new(dest.pd, Access::REMOTE_WRITE);
+            req.data
+                .copy_to(mrs, Sges::new(&dst, grant), 0, pace)
+                .map(|()| Response::Ack)
+        }
+        SendOp::RdmaRead(r) => Ok(Response::Read(GrantedSge {
+            sge: SgeCopy::remote(r, req.len),
+            grant: Grant::new(dest.pd, Access::REMOTE_READ),
+        })),
         SendOp::CompareSwap {
             remote,
             compare,
@@ -630,7 +637,11 @@ fn atomic(
     operand: u64,
     swap: Option<u64>,
 ) -> Result<Response> {
-    let held = port.mrs().enter(MrKey::of(remote.rkey)).ok_or(EINVAL)?;
+    let grant = Grant::new(dest.pd, Access::REMOTE_ATOMIC);
+    let held = port
+        .mrs()
+        .enter(MrKey::of(remote.rkey), grant)
+        .ok_or(EINVAL)?;
     let rmr = held.entry();
     let roff = rmr.offset_of(remote.addr, ATOMIC_LEN).ok_or(EINVAL)?;
     let old = {
@@ -730,7 +741,6 @@ fn datagram(
     let Some((d, qkey)) = &req.datagram else {
         return;
     };
-    let rpd = receive_pd(dest);
     let mut dl = dest.inner.lock();
     // QP1 takes MADs, never longer: a longer datagram would fail a
     // receive, which the MAD layer does not post again, so a peer could
@@ -744,7 +754,7 @@ fn datagram(
     let len = req.len;
     let (recv, checked) = receive_at(dest, &mut dl, room, |front| match front {
         None => (false, WcStatus::Success),
-        Some(rsges) => match check_sges(port.mrs(), rpd, Access::LOCAL_WRITE, rsges) {
+        Some(rsges) => match check_sges(port.mrs(), receive_sges(dest, rsges)) {
             Err(BadSge) => (true, WcStatus::LocalProtection),
             Ok(room) if room < u64::from(len + GRH_LEN) => (true, WcStatus::LocalLength),
             Ok(_) => (true, WcStatus::Success),
@@ -757,7 +767,7 @@ fn datagram(
     let status = if checked == WcStatus::Success {
         // At most an MTU, under the lock.
         let pace = Pace::ONE_PACKET;
-        let rsges = recv.sges;
+        let rsges = receive_sges(dest, recv.sges);
         let mrs = port.mrs();
         let moved = match (&d.address.grh, req.src.port) {
             (Some(route), Link::Ib { gid, .. }) => {

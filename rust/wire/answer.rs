@@ -64,7 +64,7 @@ pub(super) fn send(port: &Net, qp: &QpUse, to: &Asker, response: Response) {
         // The responder's own memory failed it mid-copy (an MR went).
         Response::Fault => Said::Nak(Nak::RemoteOperation.syndrome()),
         Response::Atomic(old) => Said::Atomic(old),
-        Response::Read(sge) => Said::Read { sge, sent: 0 },
+        Response::Read(src) => Said::Read { src, sent: 0 },
     };
     let reply = |psn, said| Reply {
         route: to.route,
@@ -99,8 +99,7 @@ pub(super) fn send(port: &Net, qp: &QpUse, to: &Asker, response: Response) {
 /// worker behind the answers that wait there, with a long READ response.
 fn queue_or_emit(port: &Net, qp: &QpUse, reply: Reply) {
     let (said, psn) = (reply.said, reply.psn);
-    let long =
-        matches!(said, Said::Read { sge, .. } if transport::cut(sge.length, reply.mtu).1 > BURST);
+    let long = matches!(said, Said::Read { src, .. } if transport::cut(src.sge.length, reply.mtu).1 > BURST);
     {
         let mut inner = qp.inner.lock();
         if let Said::Read { .. } = said {
@@ -142,12 +141,14 @@ fn answers(inner: &QpInner) -> bool {
 /// Whether `reply` is not a READ's response, or its last packet comes
 /// before PSN `psn`.
 fn ends_before(reply: &Reply, psn: Psn) -> bool {
-    let Said::Read { sge, .. } = reply.said else {
+    let Said::Read { src, .. } = reply.said else {
         return true;
     };
-    let last = reply
-        .psn
-        .add(transport::cut(sge.length, reply.mtu).1.saturating_sub(1));
+    let last = reply.psn.add(
+        transport::cut(src.sge.length, reply.mtu)
+            .1
+            .saturating_sub(1),
+    );
     matches!(last.against(psn), Sequence::Duplicate)
 }
 
@@ -195,9 +196,12 @@ fn emit(port: &Net, src: Qpn, reply: &Reply, most: u32) -> (u32, bool) {
             ext.put(&old.to_be_bytes());
             (bth::ATOMIC_ACKNOWLEDGE, ext)
         }
-        Said::Read { sge, sent } => {
-            let sges = [sge];
-            let (mtu, packets) = transport::cut(sge.length, reply.mtu);
+        Said::Read {
+            src: ref from,
+            sent,
+        } => {
+            let length = from.sge.length;
+            let (mtu, packets) = transport::cut(length, reply.mtu);
             let end = packets.min(sent.saturating_add(most));
             let packet = |k: u32| {
                 let i = sent + k;
@@ -208,8 +212,8 @@ fn emit(port: &Net, src: Qpn, reply: &Reply, most: u32) -> (u32, bool) {
                     (false, true) => (bth::READ_RESPONSE_LAST, aeth(Response::ACK_SYNDROME)),
                 };
                 let skip = i * mtu;
-                let len = (sge.length - skip).min(mtu);
-                let data = (Payload::Sges(&sges), skip, len);
+                let len = (length - skip).min(mtu);
+                let data = (Payload::Sges(from.sges()), skip, len);
                 reply_frame(src, reply, opcode, ext, reply.psn.add(i), data)
             };
             let count = end.saturating_sub(sent);

@@ -27,10 +27,16 @@
  *     is NAKed with Remote Access and placed nowhere; and again, a WRITE
  *     and a SEND, with the MR's keys come back to another PD's MR at the
  *     same address before the last packet: nothing placed there;
+ *   - a READ of 256 MiB whose MR goes while its response streams, and
+ *     whose keys come back to another PD's memory at the same address:
+ *     none of that memory leaves;
  *   - 4000 random requests from SEED (default: the time's), valid but for
  *     one in 32, at QPs that may write only the middle of their memory:
  *     nothing outside it is written, and the QP works afterwards.
  */
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "forge.h"
 
 #define RECV_AT		32768	/* where the responder's receives go */
@@ -371,38 +377,6 @@ static int mr_gone(struct forge *f)
 }
 
 /*
- * Registers MRs of @pd over the page at @mem, seen at @iova, until one
- * gets the keys @lkey and @rkey (a key's generation byte comes round
- * after 256 registrations); NULL if none did.
- */
-static struct ibv_mr *keys_back(struct ibv_pd *pd, void *mem, uint64_t iova,
-				uint32_t lkey, uint32_t rkey)
-{
-	for (int i = 0; i < 1024; i++) {
-		struct ibv_mr *mr = ibv_reg_mr_iova(pd, mem, 4096, iova,
-						    IBV_ACCESS_LOCAL_WRITE |
-						    IBV_ACCESS_REMOTE_WRITE);
-
-		if (!mr || (mr->lkey == lkey && mr->rkey == rkey))
-			return mr;
-		ibv_dereg_mr(mr);
-	}
-	printf("# keys 0x%x, 0x%x did not come back\n", lkey, rkey);
-	return NULL;
-}
-
-/* Whether the page at @p is all zero. */
-static int zero_page(const unsigned char *p)
-{
-	for (int i = 0; i < 4096; i++)
-		if (p[i]) {
-			printf("# byte %d of another PD's page: 0x%02x\n", i, p[i]);
-			return -1;
-		}
-	return 0;
-}
-
-/*
  * A message's first packet into a page of memory (a WRITE's MR, or
  * @send: a receive's), whose MR then goes: another PD registers a page
  * of its own at the same address until the MR's keys come back. The
@@ -442,7 +416,8 @@ static int keys_come_back(struct forge *f, int send)
 	if (step(f, &first, ACK, "first packet") || ibv_dereg_mr(mr))
 		goto out;
 	mr = NULL;
-	other_mr = keys_back(other_pd, other, (uintptr_t)at, lkey, rkey);
+	other_mr = keys_back(other_pd, other, (uintptr_t)at, lkey, rkey,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	if (!other_mr ||
 	    step(f, &last, send ? NAK_OPERATION : NAK_ACCESS, "last packet") ||
 	    (send && received(f, 1, IBV_WC_LOC_PROT_ERR)) || zero_page(other))
@@ -467,6 +442,133 @@ static int write_keys_back(struct forge *f)
 static int receive_keys_back(struct forge *f)
 {
 	return keys_come_back(f, 1);
+}
+
+#define ALIAS		(2 << 20)
+
+/*
+ * @len bytes (a multiple of ALIAS) of address space, each ALIAS of them
+ * the same ALIAS bytes of memory, all @fill: a large MR at small cost.
+ * NULL on failure.
+ */
+static unsigned char *aliased(size_t len, uint8_t fill)
+{
+	int fd = memfd_create("forge", 0);
+	unsigned char *base = MAP_FAILED;
+
+	if (fd < 0 || ftruncate(fd, ALIAS))
+		goto out;
+	base = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	for (size_t off = 0; base != MAP_FAILED && off < len; off += ALIAS)
+		if (mmap(base + off, ALIAS, PROT_READ | PROT_WRITE,
+			 MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+			munmap(base, len);
+			base = MAP_FAILED;
+		}
+	if (base != MAP_FAILED)
+		memset(base, fill, ALIAS);
+out:
+	if (fd >= 0)
+		close(fd);
+	return base == MAP_FAILED ? NULL : base;
+}
+
+/*
+ * Whether a packet of @n bytes at @p that the QP sent carries a byte
+ * @v; its payload follows the BTH and, but for a middle packet, an AETH.
+ */
+static int carries(const uint8_t *p, ssize_t n, uint8_t v)
+{
+	ssize_t from = BTH_LEN + (p[0] == READ_RESPONSE_MIDDLE ? 0 : 4);
+
+	for (ssize_t i = from; i < n - ICRC_LEN - (p[1] >> 4 & 3); i++)
+		if (p[i] == v)
+			return 1;
+	return 0;
+}
+
+/*
+ * A READ of 256 MiB, whose response the QP's worker streams for a while:
+ * once it has begun, the MR goes and another PD registers memory of its
+ * own at the same address under the same keys (their generation byte
+ * counted round first). What of the response still leaves must not be
+ * that memory; the QP's port counts the packets it could not fill.
+ */
+static int read_stream_keys_back(struct forge *f)
+{
+	const size_t len = 256 << 20;
+	unsigned char *mine = aliased(len, 0x52), *theirs = aliased(len, 0x53);
+	struct ibv_pd *other_pd = ibv_alloc_pd(f->r.ctx);
+	struct ibv_mr *mr = NULL, *other_mr = NULL, *small;
+	const char *errors = "wire_send_errors";
+	long long unfilled;
+	uint32_t rkey, key;
+	uint8_t reth[RETH_LEN], p[PKT_MAX];
+	unsigned int after = 0;
+	ssize_t n;
+	int rc = -1;
+
+	if (!mine || !theirs || !other_pd)
+		goto out;
+	mr = ibv_reg_mr(f->r.pd, mine, len, IBV_ACCESS_REMOTE_READ);
+	if (!mr)
+		goto out;
+	rkey = mr->rkey;
+	/* until the next registration gets the MR's generation */
+	for (int i = 0; i < 1024; i++) {
+		small = ibv_reg_mr(other_pd, theirs, 4096, IBV_ACCESS_LOCAL_WRITE);
+		key = small ? small->lkey : 0;
+		if (!small || ibv_dereg_mr(small))
+			goto out;
+		if (((key + 1) & 0xff) == (rkey & 0xff))
+			break;
+	}
+	put_reth(reth, (uintptr_t)mine, rkey, len);
+	if (send_packet(f, READ_REQUEST, f->psn, reth, RETH_LEN, 0, 0) ||
+	    next_packet(f, 5000, p) < 0 || p[0] != READ_RESPONSE_FIRST) {
+		printf("# the READ's response did not begin\n");
+		goto out;
+	}
+	if (ibv_dereg_mr(mr))
+		goto out;
+	mr = NULL;
+	other_mr = ibv_reg_mr_iova(other_pd, theirs, len, (uintptr_t)mine,
+				   IBV_ACCESS_REMOTE_READ);
+	if (!other_mr || other_mr->rkey != rkey) {
+		printf("# the key 0x%x did not come back\n", rkey);
+		goto out;
+	}
+	drain_answers(f);
+	unfilled = port_counter(f->r.ctx, errors);
+	for (double end = mono_now() + 1; mono_now() < end; after++) {
+		n = next_packet(f, 100, p);
+		if (n < 0)
+			break;
+		if (carries(p, n, 0x53)) {
+			printf("# PSN 0x%06x carries another PD's memory\n",
+			       get24(p + 9));
+			goto out;
+		}
+	}
+	if (!after && port_counter(f->r.ctx, errors) == unfilled) {
+		printf("# the response ended before the keys came back\n");
+		goto out;
+	}
+	printf("# after the keys came back: %u packets, %lld unfilled\n", after,
+	       port_counter(f->r.ctx, errors) - unfilled);
+	rc = set_qp_state(f->r.qp, IBV_QPS_ERR);
+out:
+	if (other_mr)
+		ibv_dereg_mr(other_mr);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (other_pd)
+		ibv_dealloc_pd(other_pd);
+	if (mine)
+		munmap(mine, len);
+	if (theirs)
+		munmap(theirs, len);
+	return rc;
 }
 
 /* What random_request() keeps between requests. */
@@ -662,6 +764,8 @@ static const struct forged_case forged[] = {
 	  write_keys_back },
 	{ "a SEND whose receive's L_Key comes back, another PD's, after its first packet: NAKed",
 	  receive_keys_back },
+	{ "a READ's response streamed while its R_Key comes back, another PD's: none of its memory sent",
+	  read_stream_keys_back },
 	{ "random requests: no byte written outside the MR, the QP then works",
 	  random_requests },
 };

@@ -153,6 +153,37 @@ static inline int holds(struct forge *f, size_t off, size_t n, uint8_t v)
 	return 0;
 }
 
+/*
+ * Registers MRs of @pd over the page at @mem, seen at @iova, with
+ * @access, until one gets the keys @lkey and @rkey (a key's generation
+ * byte comes round after 256 registrations); NULL if none did.
+ */
+static inline struct ibv_mr *keys_back(struct ibv_pd *pd, void *mem,
+				       uint64_t iova, uint32_t lkey,
+				       uint32_t rkey, int access)
+{
+	for (int i = 0; i < 1024; i++) {
+		struct ibv_mr *mr = ibv_reg_mr_iova(pd, mem, 4096, iova, access);
+
+		if (!mr || (mr->lkey == lkey && mr->rkey == rkey))
+			return mr;
+		ibv_dereg_mr(mr);
+	}
+	printf("# keys 0x%x, 0x%x did not come back\n", lkey, rkey);
+	return NULL;
+}
+
+/* Whether the page at @p is all zero. */
+static inline int zero_page(const unsigned char *p)
+{
+	for (int i = 0; i < 4096; i++)
+		if (p[i]) {
+			printf("# byte %d of another PD's page: 0x%02x\n", i, p[i]);
+			return -1;
+		}
+	return 0;
+}
+
 /* One case of a program of forged packets. */
 struct forged_case {
 	const char *name;

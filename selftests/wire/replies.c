@@ -13,7 +13,10 @@
  *     length, ACKs and NAKs, atomic ACKs, now and then any opcode), and
  *     in half the rounds then as due: no byte outside the WR's buffer
  *     changes, and the QP is in RTS or ERR; reset and connected again, it
- *     then completes a READ answered as due.
+ *     then completes a READ answered as due;
+ *   - a READ whose MR goes after its first response packet, the MR's
+ *     keys come back to another PD's page before the last: nothing is
+ *     placed there, and the READ fails with LOC_PROT_ERR.
  * Prints one line per case and exits 0 when all pass.
  */
 #include "forge.h"
@@ -25,12 +28,13 @@
 
 /*
  * Posts @op (READ or compare-and-swap) of @len bytes into @at of the QP's
- * memory.
+ * memory, through the MR of @lkey.
  */
-static int post(struct forge *f, enum ibv_wr_opcode op, size_t at, uint32_t len)
+static int post(struct forge *f, enum ibv_wr_opcode op, size_t at, uint32_t len,
+		uint32_t lkey)
 {
 	struct side *r = &f->r;
-	struct ibv_sge sge = { (uintptr_t)r->buf + at, len, r->mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)r->buf + at, len, lkey };
 	struct ibv_send_wr wr = {
 		.wr_id = 1, .sg_list = &sge, .num_sge = 1, .opcode = op,
 		.send_flags = IBV_SEND_SIGNALED,
@@ -115,7 +119,7 @@ static int read_as_due(struct forge *f)
 	int64_t psn;
 
 	memset(f->r.buf, 0x5a, LEN);
-	if (post(f, IBV_WR_RDMA_READ, at, 3000))
+	if (post(f, IBV_WR_RDMA_READ, at, 3000, f->r.mr->lkey))
 		return -1;
 	psn = requested(f, READ_REQUEST);
 	if (psn < 0 || respond(f, psn, 3000, 0x41) ||
@@ -181,7 +185,7 @@ static int random_answers(struct forge *f)
 			at &= ~(size_t)7;
 		memset(f->r.buf, 0x5a, LEN);
 		if (post(f, atomic ? IBV_WR_ATOMIC_CMP_AND_SWP : IBV_WR_RDMA_READ,
-			 at, len))
+			 at, len, f->r.mr->lkey))
 			return -1;
 		psn = requested(f, atomic ? 0x13 : READ_REQUEST);
 		if (psn < 0)
@@ -216,11 +220,78 @@ static int random_answers(struct forge *f)
 	return read_as_due(f);
 }
 
+/*
+ * A READ of two packets into the last page of the QP's memory, an MR of
+ * its own that goes once the first packet is placed: another PD
+ * registers a page at the same address until the MR's keys come back.
+ * The last packet is placed nowhere, and the READ fails.
+ */
+static int read_keys_back(struct forge *f)
+{
+	const size_t at = LEN - 4096;
+	struct side *r = &f->r;
+	struct ibv_mr *mr = ibv_reg_mr(r->pd, r->buf + at, 4096,
+				       IBV_ACCESS_LOCAL_WRITE), *other_mr = NULL;
+	unsigned char *other = aligned_alloc(4096, 4096);
+	struct ibv_pd *other_pd = ibv_alloc_pd(r->ctx);
+	uint8_t aeth[AETH_LEN];
+	uint32_t lkey, rkey;
+	int64_t psn;
+	int rc = -1, failed;
+
+	/*
+	 * A local ACK timeout of 17 s: the requester's early probe (at an
+	 * eighth of it) would find the MR gone before the keys come back.
+	 */
+	f->path.timeout = 22;
+	if (!mr || !other || !other_pd || set_qp_state(r->qp, IBV_QPS_RESET) ||
+	    rc_connect(r->qp, &f->path))
+		goto out;
+	memset(other, 0, 4096);
+	memset(r->buf, 0x5a, LEN);
+	lkey = mr->lkey;
+	rkey = mr->rkey;
+	put_aeth(aeth, 0x1f);
+	if (post(f, IBV_WR_RDMA_READ, at, 2 * MTU, lkey))
+		goto out;
+	psn = requested(f, READ_REQUEST);
+	if (psn < 0 || send_packet(f, READ_RESPONSE_FIRST, psn, aeth, AETH_LEN,
+				   MTU, 0x41))
+		goto out;
+	for (double end = mono_now() + 5; r->buf[at + MTU - 1] != 0x41;)
+		if (mono_now() > end) {
+			printf("# the first packet was not placed\n");
+			goto out;
+		}
+	if (ibv_dereg_mr(mr))
+		goto out;
+	mr = NULL;
+	other_mr = keys_back(other_pd, other, (uintptr_t)r->buf + at, lkey,
+			     rkey, IBV_ACCESS_LOCAL_WRITE);
+	if (!other_mr ||
+	    send_packet(f, READ_RESPONSE_LAST, (psn + 1) & 0xffffff, aeth,
+			AETH_LEN, MTU, 0x42))
+		goto out;
+	failed = completed_with(f, IBV_WC_LOC_PROT_ERR);
+	rc = zero_page(other) || failed || holds(f, at + MTU, 4096 - MTU, 0x5a);
+out:
+	if (other_mr)
+		ibv_dereg_mr(other_mr);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (other_pd)
+		ibv_dealloc_pd(other_pd);
+	free(other);
+	return rc;
+}
+
 static const struct forged_case answered[] = {
 	{ "a READ of 3000 bytes answered as due: placed, nothing else written",
 	  read_as_due },
 	{ "READs and atomics answered at random: no byte written outside their buffers",
 	  random_answers },
+	{ "a READ's MR goes mid-response, its keys come back to another PD: nothing placed there",
+	  read_keys_back },
 };
 
 int main(int argc, char **argv)

@@ -10,15 +10,15 @@
 
 use super::{
     answer_locked, carries, complete_locked, failed_wc, in_sequence, is_from_peer,
-    lose_srq_receive, out_of_sequence, receive_at, receive_pd, recv_wc, remote_ok, OnError, Recv,
+    lose_srq_receive, out_of_sequence, receive_at, receive_sges, recv_wc, remote_ok, OnError, Recv,
 };
 use crate::{
     complete::After,
-    copy::{check_sges, Pace},
+    copy::Pace,
     counters::Counter,
     ib::{Access, SendOp, WcStatus},
     inbound::{Inbound, Taken, Target},
-    mr::MrKey,
+    mr::{Grant, MrKey},
     net::Net,
     psn::Sequence,
     qp::{QpInner, QpShared, QpUse},
@@ -27,7 +27,7 @@ use crate::{
         packet::{Nak, Opcode, Request, Response},
         rules,
     },
-    wq::{SgeCopy, Wqe},
+    wq::{SgeCopy, Sges, Wqe},
 };
 
 /// Why a packet's data cannot be placed.
@@ -55,10 +55,10 @@ impl Misfit {
 
 /// Places the data of `req`, the next packet of `inbound` at `dest`
 /// (whose lock `d` is), and returns where the message's data now ends.
-/// The memory is checked as for the first packet each time: the requester
-/// may hold a message open for as long as it likes, and meanwhile its MR
-/// may go and its key, the table's generations gone round, come back
-/// naming memory of another PD or without the rights.
+/// The memory is checked as for the first packet each time (the copy's
+/// [`Grant`]; the QP's rights here): the requester may hold a message
+/// open for as long as it likes, and meanwhile its MR may go and its key
+/// come back naming memory of another PD or without the rights.
 fn place(
     port: &Net,
     dest: &QpShared,
@@ -70,15 +70,9 @@ fn place(
     let end = inbound.offset.checked_add(len).ok_or(Misfit::Length)?;
     let moved = match &inbound.target {
         Target::Recv { recv, room } if u64::from(end) <= *room => {
-            check_sges(
-                port.mrs(),
-                receive_pd(dest),
-                Access::LOCAL_WRITE,
-                recv.sges(),
-            )
-            .map_err(|_| Misfit::Memory)?;
+            let dst = receive_sges(dest, recv.sges());
             req.data
-                .copy_to(port.mrs(), recv.sges(), inbound.offset, &Pace::ONE_PACKET)
+                .copy_to(port.mrs(), dst, inbound.offset, &Pace::ONE_PACKET)
         }
         Target::Write { remote, len } if end <= *len => {
             let rights = d.attr.access_flags;
@@ -87,8 +81,9 @@ fn place(
                 return Err(Misfit::Memory);
             }
             let dst = [SgeCopy::remote(*remote, *len)];
+            let dst = Sges::new(&dst, Grant::new(dest.pd, need));
             req.data
-                .copy_to(port.mrs(), &dst, inbound.offset, &Pace::ONE_PACKET)
+                .copy_to(port.mrs(), dst, inbound.offset, &Pace::ONE_PACKET)
         }
         _ => return Err(Misfit::Length),
     };
