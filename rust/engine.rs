@@ -11,7 +11,6 @@ use crate::{
     copy::Pace,
     counters::Counter,
     ib::{QpState, Wc, WcOpcode, WcStatus},
-    inbound::Inbound,
     net::{Link, Net},
     qp::{Ctx, QpShared, QpUse, Qpn, Runner},
     retry::Plan,
@@ -231,27 +230,26 @@ fn flush(net: &Net, qp: &QpUse, after: &mut After) -> bool {
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends
 /// first. Receives a sender has taken are completed by that sender first.
 fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
-    let (wqe, recv) = {
+    let (wqe, from) = {
         let mut inner = qp.inner.lock();
         if let Some(wqe) = inner.sq.pop() {
-            (wqe, false)
-        } else if let Some(recv) = inner.inbound.take().and_then(Inbound::into_recv) {
+            (wqe, Flushed::Send)
+        } else if let Some(recv) = inner.take_held_receive() {
             // The receive of a message whose last packet never came.
-            (recv.wqe, true)
+            (recv.wqe, Flushed::Held)
         } else if qp.srq.is_none() && inner.rq_busy == 0 {
             // The receives of an SRQ belong to the SRQ, not to this QP.
             match inner.take_receive() {
-                Some(wqe) => (wqe, true),
+                Some(wqe) => (wqe, Flushed::Recv),
                 None => return false,
             }
         } else {
             return false;
         }
     };
-    let (cq, opcode) = if recv {
-        (qp.recv_cq(), WcOpcode::Recv)
-    } else {
-        (qp.send_cq(), WcOpcode::Send)
+    let (cq, opcode) = match from {
+        Flushed::Send => (qp.send_cq(), WcOpcode::Send),
+        Flushed::Recv | Flushed::Held => (qp.recv_cq(), WcOpcode::Recv),
     };
     let wc = Wc {
         wr_id: wqe.wr_id,
@@ -261,5 +259,18 @@ fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
         ..Wc::EMPTY
     };
     complete::complete(net, qp, cq, wc, false, after);
+    if from == Flushed::Held {
+        qp.receive_done(&mut qp.inner.lock());
+    }
     true
+}
+
+/// The queue a WQE [`flush_one`] completes was on.
+#[derive(PartialEq, Eq)]
+enum Flushed {
+    Send,
+    Recv,
+    /// A message of several packets held it (see
+    /// [`QpInner::take_held_receive`](crate::qp::QpInner::take_held_receive)).
+    Held,
 }

@@ -24,7 +24,7 @@ use crate::{
         Claim, CqRef, Gate, IrqSpinLock, OnTimer, PdId, QpCap, QpFault, QpId, QpInitAttr, QpModify,
         QpNotifier, QpNum, QpQuery, QpState, QpType, Timer, WcQp,
     },
-    inbound::{Inbound, Taken},
+    inbound::{Inbound, Taken, Target},
     new_irq_spinlock,
     psn::Psn,
     reply::Replies,
@@ -389,6 +389,27 @@ impl QpInner {
             && core::mem::take(&mut self.sq_draining)
     }
 
+    /// Whether a message of several packets holds a receive it took.
+    fn holds_receive(&self) -> bool {
+        matches!(
+            self.inbound,
+            Some(Inbound {
+                target: Target::Recv { .. },
+                ..
+            })
+        )
+    }
+
+    /// Takes the receive a message whose last packet will not come holds,
+    /// to be completed with no lock held: counted in `rq_busy` until
+    /// [`QpUse::receive_done`], so that a Last WQE Reached event waits for
+    /// its completion.
+    pub(crate) fn take_held_receive(&mut self) -> Option<Taken> {
+        let recv = self.inbound.take().and_then(Inbound::into_recv)?;
+        self.rq_busy += 1;
+        Some(recv)
+    }
+
     /// The oldest receive of the QP's own (not an SRQ's), and its SGEs.
     pub(crate) fn receive_front(&self) -> Option<(&Wqe, &[SgeCopy])> {
         match &self.kept {
@@ -534,7 +555,9 @@ impl QpUse {
         if let Some(fault) = fault {
             self.0.notifier.fault(fault);
         }
-        if inner.rq_busy == 0 {
+        // A receive a message holds is flushed later, by the QP's run
+        // ([`QpInner::take_held_receive`]), which then says it.
+        if inner.rq_busy == 0 && !inner.holds_receive() {
             self.last_wqe_reached();
         }
         true

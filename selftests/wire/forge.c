@@ -17,6 +17,8 @@
  *     message's receive fails, the second is not placed; on an SRQ the
  *     QP then says it took its last receive; on UC, which answers
  *     nothing, the first message is lost and the second taken;
+ *   - on an SRQ, a SEND's first packet, then the QP moved to ERR behind
+ *     200 sends: Last WQE Reached comes after the held receive's flush;
  *   - a WRITE's middle packet with no first one (MISSING_OPCODE_FIRST);
  *   - a middle packet shorter than the path MTU, and a last one longer
  *     (rxe_resp_check_length()): nothing of it placed; sent again, as if
@@ -34,6 +36,7 @@
  *     one in 32, at QPs that may write only the middle of their memory:
  *     nothing outside it is written, and the QP works afterwards.
  */
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -292,6 +295,76 @@ static int uc_send_in_send(struct forge *f)
 		return -1;
 	}
 	return holds(f, RECV_AT, 64, 0x44) || ready(f);
+}
+
+#define HELD_SENDS	200
+
+/* What a consumer's event thread sees when Last WQE Reached comes. */
+struct watch {
+	struct side *r;
+	enum ibv_event_type event;	/* (-1: none came) */
+	int sends, flushed;		/* the flushes in the CQ by then */
+};
+
+/* Waits for the QP's event, then takes what the CQ holds at once. */
+static void *watch_events(void *arg)
+{
+	struct watch *w = arg;
+	struct ibv_async_event ev;
+	struct ibv_wc wc;
+
+	if (wait_async(w->r->ctx, &ev, 5000))
+		return NULL;
+	w->event = ev.event_type;
+	ibv_ack_async_event(&ev);
+	while (ibv_poll_cq(w->r->cq, 1, &wc) > 0) {
+		if (wc.wr_id == 1)
+			w->flushed = wc.status == IBV_WC_WR_FLUSH_ERR;
+		else
+			w->sends++;
+	}
+	return NULL;
+}
+
+/*
+ * An SRQ's receive held by a SEND's first packet when the consumer moves
+ * the QP to ERR, behind HELD_SENDS SENDs that wait for ACKs: the QP says
+ * it took its last receive only once that receive's flush is in the CQ,
+ * after the sends'. A thread of the consumer's waits for the event and
+ * then drains the CQ, as ib_drain_qp() does; with the event first, it
+ * would miss the receive.
+ */
+static int held_receive(struct forge *f)
+{
+	const struct request first = { .opcode = SEND_FIRST, .plen = 1024,
+				       .fill = 0xdd };
+	struct side *r = &f->r;
+	struct ibv_send_wr wr = { .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct watch w = { .r = r, .event = -1 };
+	pthread_t watcher;
+	int rc;
+
+	if (post_recv_n(f, 1) || step(f, &first, ACK, "SEND first"))
+		return -1;
+	for (wr.wr_id = 100; wr.wr_id < 100 + HELD_SENDS; wr.wr_id++)
+		if (ibv_post_send(r->qp, &wr, &bad))
+			return -1;
+	if (pthread_create(&watcher, NULL, watch_events, &w))
+		return -1;
+	usleep(20000);		/* (the watcher waits on the event) */
+	rc = set_qp_state(r->qp, IBV_QPS_ERR);
+	pthread_join(watcher, NULL);
+	if (rc || w.event != IBV_EVENT_QP_LAST_WQE_REACHED) {
+		printf("# event %d\n", w.event);
+		return -1;
+	}
+	if (!w.flushed) {
+		printf("# Last WQE Reached before the receive's flush (%d sends flushed by then)\n",
+		       w.sends);
+		return -1;
+	}
+	return 0;
 }
 
 static int middle_without_first(struct forge *f)
@@ -752,6 +825,8 @@ static const struct forged_case forged[] = {
 	  in_write, 0, &send_only },
 	{ "UC: a SEND of one packet after a SEND's first: the first lost, the second taken",
 	  uc_send_in_send, SIDE_UC },
+	{ "on an SRQ, a receive held by a message when the QP is moved to ERR: Last WQE Reached after its flush",
+	  held_receive, SIDE_SRQ, NULL, 256 },
 	{ "a WRITE's middle packet with no first: NAKed", middle_without_first },
 	{ "a WRITE's middle packet of 512 bytes: NAKed, not placed, then unanswered",
 	  short_middle },

@@ -190,6 +190,7 @@ struct forged_case {
 	int (*run)(struct forge *f);
 	int flags;		/* side_open()'s: UC, an SRQ */
 	const void *arg;	/* what it runs with, as f->arg */
+	int depth;		/* WRs each way, if not 4 */
 };
 
 /* Runs case @c, number @i, on a fresh QP of @dev; 0 when it passes. */
@@ -212,7 +213,7 @@ static inline int forge_run(struct forge *f, const struct forged_case *c,
 		.sq_psn = FIRST_PSN, .rq_psn = FIRST_PSN,
 	};
 	memset(&f->r, 0, sizeof(f->r));
-	if (side_open(&f->r, dev, gidx, LEN, 4, c->flags) ||
+	if (side_open(&f->r, dev, gidx, LEN, c->depth ?: 4, c->flags) ||
 	    ibv_query_port(f->r.ctx, 1, &port) || rc_connect(f->r.qp, &f->path)) {
 		printf("# %s: %m\n", dev);
 		goto out;
