@@ -389,15 +389,19 @@ impl QpInner {
             && core::mem::take(&mut self.sq_draining)
     }
 
-    /// Whether a message of several packets holds a receive it took.
-    fn holds_receive(&self) -> bool {
-        matches!(
+    /// Whether every receive the QP took is complete: none is being
+    /// completed with no lock held (`rq_busy`), and no message of several
+    /// packets holds one (the QP's run flushes that in ERR, and then says
+    /// so: [`Self::take_held_receive`]).
+    fn receives_done(&self) -> bool {
+        let held = matches!(
             self.inbound,
             Some(Inbound {
                 target: Target::Recv { .. },
                 ..
             })
-        )
+        );
+        self.rq_busy == 0 && !held
     }
 
     /// Takes the receive a message whose last packet will not come holds,
@@ -555,9 +559,7 @@ impl QpUse {
         if let Some(fault) = fault {
             self.0.notifier.fault(fault);
         }
-        // A receive a message holds is flushed later, by the QP's run
-        // ([`QpInner::take_held_receive`]), which then says it.
-        if inner.rq_busy == 0 && !inner.holds_receive() {
+        if inner.receives_done() {
             self.last_wqe_reached();
         }
         true
@@ -569,7 +571,7 @@ impl QpUse {
     pub(crate) fn receive_done(&self, inner: &mut QpInner) -> bool {
         inner.rq_busy = inner.rq_busy.saturating_sub(1);
         let idle = inner.state == QpState::Error && inner.rq_busy == 0;
-        if idle {
+        if idle && inner.receives_done() {
             self.last_wqe_reached();
         }
         idle

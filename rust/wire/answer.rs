@@ -99,7 +99,8 @@ pub(super) fn send(port: &Net, qp: &QpUse, to: &Asker, response: Response) {
 /// worker behind the answers that wait there, with a long READ response.
 fn queue_or_emit(port: &Net, qp: &QpUse, reply: Reply) {
     let (said, psn) = (reply.said, reply.psn);
-    let long = matches!(said, Said::Read { src, .. } if transport::cut(src.sge.length, reply.mtu).1 > BURST);
+    let long = matches!(said, Said::Read { src, .. }
+        if transport::cut(src.sge.length, reply.mtu).1 > BURST);
     {
         let mut inner = qp.inner.lock();
         if let Said::Read { .. } = said {

@@ -80,7 +80,7 @@ static int next_answer(struct forge *f, int ms, struct answer *a)
 {
 	uint8_t p[PKT_MAX];
 
-	if (next_packet(f, ms, p) < BTH_LEN + 4 + ICRC_LEN)
+	if (next_packet(f, ms, p) < BTH_LEN + AETH_LEN + ICRC_LEN)
 		return -1;
 	a->opcode = p[0];
 	a->psn = get24(p + 9);
@@ -552,7 +552,7 @@ out:
  */
 static int carries(const uint8_t *p, ssize_t n, uint8_t v)
 {
-	ssize_t from = BTH_LEN + (p[0] == READ_RESPONSE_MIDDLE ? 0 : 4);
+	ssize_t from = BTH_LEN + (p[0] == READ_RESPONSE_MIDDLE ? 0 : AETH_LEN);
 
 	for (ssize_t i = from; i < n - ICRC_LEN - (p[1] >> 4 & 3); i++)
 		if (p[i] == v)
@@ -578,6 +578,7 @@ static int read_stream_keys_back(struct forge *f)
 	uint32_t rkey, key;
 	uint8_t reth[RETH_LEN], p[PKT_MAX];
 	unsigned int after = 0;
+	double swap;
 	ssize_t n;
 	int rc = -1;
 
@@ -602,11 +603,13 @@ static int read_stream_keys_back(struct forge *f)
 		printf("# the READ's response did not begin\n");
 		goto out;
 	}
+	swap = mono_now();
 	if (ibv_dereg_mr(mr))
 		goto out;
 	mr = NULL;
 	other_mr = ibv_reg_mr_iova(other_pd, theirs, len, (uintptr_t)mine,
 				   IBV_ACCESS_REMOTE_READ);
+	swap = mono_now() - swap;
 	if (!other_mr || other_mr->rkey != rkey) {
 		printf("# the key 0x%x did not come back\n", rkey);
 		goto out;
@@ -627,8 +630,8 @@ static int read_stream_keys_back(struct forge *f)
 		printf("# the response ended before the keys came back\n");
 		goto out;
 	}
-	printf("# after the keys came back: %u packets, %lld unfilled\n", after,
-	       port_counter(f->r.ctx, errors) - unfilled);
+	printf("# the keys came back in %.0f ms; then %u packets, %lld unfilled\n",
+	       swap * 1e3, after, port_counter(f->r.ctx, errors) - unfilled);
 	rc = set_qp_state(f->r.qp, IBV_QPS_ERR);
 out:
 	if (other_mr)

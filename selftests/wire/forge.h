@@ -26,6 +26,7 @@
 #define LEN		65536	/* the QP's memory */
 #define PKT_MAX		1500
 #define RETH_LEN	16
+#define AETH_LEN	4
 
 /* RC opcodes (IBA table 38) */
 enum {

@@ -23,7 +23,6 @@
 
 #define READ_VA		0x7000000	/* the peer's memory: any address */
 #define READ_RKEY	0x1234
-#define AETH_LEN	4
 #define MTU		1024
 
 /*
@@ -236,12 +235,14 @@ static int read_keys_back(struct forge *f)
 	struct ibv_pd *other_pd = ibv_alloc_pd(r->ctx);
 	uint8_t aeth[AETH_LEN];
 	uint32_t lkey, rkey;
+	struct ibv_wc wc;
 	int64_t psn;
 	int rc = -1, failed;
 
 	/*
-	 * A local ACK timeout of 17 s: the requester's early probe (at an
-	 * eighth of it) would find the MR gone before the keys come back.
+	 * A local ACK timeout of 17 s: at the default 67 ms, the READ asked
+	 * for again would find the MR gone and fail before the keys came
+	 * back, with nothing left to place the last packet in.
 	 */
 	f->path.timeout = 22;
 	if (!mr || !other || !other_pd || set_qp_state(r->qp, IBV_QPS_RESET) ||
@@ -268,8 +269,13 @@ static int read_keys_back(struct forge *f)
 	mr = NULL;
 	other_mr = keys_back(other_pd, other, (uintptr_t)r->buf + at, lkey,
 			     rkey, IBV_ACCESS_LOCAL_WRITE);
-	if (!other_mr ||
-	    send_packet(f, READ_RESPONSE_LAST, (psn + 1) & 0xffffff, aeth,
+	if (!other_mr)
+		goto out;
+	if (ibv_poll_cq(r->cq, 1, &wc)) {
+		printf("# the READ ended before the keys came back\n");
+		goto out;
+	}
+	if (send_packet(f, READ_RESPONSE_LAST, (psn + 1) & 0xffffff, aeth,
 			AETH_LEN, MTU, 0x42))
 		goto out;
 	failed = completed_with(f, IBV_WC_LOC_PROT_ERR);

@@ -55,10 +55,11 @@ impl Misfit {
 
 /// Places the data of `req`, the next packet of `inbound` at `dest`
 /// (whose lock `d` is), and returns where the message's data now ends.
-/// The memory is checked as for the first packet each time (the copy's
-/// [`Grant`]; the QP's rights here): the requester may hold a message
-/// open for as long as it likes, and meanwhile its MR may go and its key
-/// come back naming memory of another PD or without the rights.
+/// The memory it lands in is checked as the first packet's was (each MR
+/// the copy enters, by its [`Grant`]; the QP's rights here): the
+/// requester may hold a message open for as long as it likes, and
+/// meanwhile an MR may go and its key come back naming memory of another
+/// PD or without the rights.
 fn place(
     port: &Net,
     dest: &QpShared,
