@@ -497,12 +497,7 @@ static int keys_come_back(struct forge *f, int send)
 		goto out;
 	rc = side_ended(r, send ? -1 : IBV_EVENT_QP_ACCESS_ERR);
 out:
-	if (other_mr)
-		ibv_dereg_mr(other_mr);
-	if (mr)
-		ibv_dereg_mr(mr);
-	if (other_pd)
-		ibv_dealloc_pd(other_pd);
+	keys_back_done(mr, other_mr, other_pd);
 	free(other);
 	return rc;
 }
@@ -634,12 +629,7 @@ static int read_stream_keys_back(struct forge *f)
 	       swap * 1e3, after, port_counter(f->r.ctx, errors) - unfilled);
 	rc = set_qp_state(f->r.qp, IBV_QPS_ERR);
 out:
-	if (other_mr)
-		ibv_dereg_mr(other_mr);
-	if (mr)
-		ibv_dereg_mr(mr);
-	if (other_pd)
-		ibv_dealloc_pd(other_pd);
+	keys_back_done(mr, other_mr, other_pd);
 	if (mine)
 		munmap(mine, len);
 	if (theirs)

@@ -185,6 +185,21 @@ static inline int zero_page(const unsigned char *p)
 	return 0;
 }
 
+/*
+ * Deregisters @mr and @other_mr, then deallocates @other_pd (each may be
+ * NULL): what a case whose keys came back to another PD leaves.
+ */
+static inline void keys_back_done(struct ibv_mr *mr, struct ibv_mr *other_mr,
+				  struct ibv_pd *other_pd)
+{
+	if (other_mr)
+		ibv_dereg_mr(other_mr);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (other_pd)
+		ibv_dealloc_pd(other_pd);
+}
+
 /* One case of a program of forged packets. */
 struct forged_case {
 	const char *name;

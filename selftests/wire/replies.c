@@ -281,12 +281,7 @@ static int read_keys_back(struct forge *f)
 	failed = completed_with(f, IBV_WC_LOC_PROT_ERR);
 	rc = zero_page(other) || failed || holds(f, at + MTU, 4096 - MTU, 0x5a);
 out:
-	if (other_mr)
-		ibv_dereg_mr(other_mr);
-	if (mr)
-		ibv_dereg_mr(mr);
-	if (other_pd)
-		ibv_dealloc_pd(other_pd);
+	keys_back_done(mr, other_mr, other_pd);
 	free(other);
 	return rc;
 }
