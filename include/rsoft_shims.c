@@ -10,6 +10,7 @@
 #include <linux/percpu.h>
 #include <linux/unaligned.h>
 #include <net/addrconf.h>
+#include <net/gso.h>
 #include <net/netns/generic.h>
 #include <net/udp.h>
 #include <net/udp_tunnel.h>
@@ -361,6 +362,42 @@ struct sk_buff *rsoft_ip6_skb(struct net_device *ndev, const u8 *saddr,
 				len, data);
 }
 
+int rsoft_route_home(struct net_device *ndev, const u8 *src, const u8 *dst)
+{
+	struct dst_entry *d;
+	bool home;
+
+	if (ipv6_addr_v4mapped((const void *)src) &&
+	    ipv6_addr_v4mapped((const void *)dst)) {
+		struct flowi4 fl = {
+			.flowi4_oif = ndev->ifindex,
+			.flowi4_proto = IPPROTO_UDP,
+			.saddr = get_unaligned((const __be32 *)(src + 12)),
+			.daddr = get_unaligned((const __be32 *)(dst + 12)),
+		};
+		struct rtable *rt = ip_route_output_key(dev_net(ndev), &fl);
+
+		if (IS_ERR(rt))
+			return PTR_ERR(rt);
+		d = &rt->dst;
+	} else {
+		struct flowi6 fl = {
+			.flowi6_oif = ndev->ifindex,
+			.flowi6_proto = IPPROTO_UDP,
+		};
+
+		memcpy(&fl.saddr, src, sizeof(fl.saddr));
+		memcpy(&fl.daddr, dst, sizeof(fl.daddr));
+		d = ip6_dst_lookup_flow(dev_net(ndev), NULL, &fl, NULL);
+		if (IS_ERR(d))
+			return PTR_ERR(d);
+	}
+	/* A local destination's route goes through the loopback device. */
+	home = d->dev->flags & IFF_LOOPBACK;
+	dst_release(d);
+	return home;
+}
+
 static int rsoft_ip4_xmit(struct sk_buff *skb)
 {
 	struct net *net = dev_net(skb->dev);
@@ -464,13 +501,19 @@ static rsoft_udp_handler_t rsoft_udp_handler;
 static void *rsoft_udp_ctx;
 static unsigned int rsoft_udp_net_id;
 
-static int rsoft_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+/* Hands the first @len bytes of @skb's packet, from its IP header on, over. */
+static void rsoft_udp_hand(struct sk_buff *skb, unsigned int len)
 {
 	rsoft_udp_handler_t handler = READ_ONCE(rsoft_udp_handler);
 
 	if (handler && !skb_linearize(skb))
 		handler(READ_ONCE(rsoft_udp_ctx), skb->dev, skb_network_header(skb),
-			skb_tail_pointer(skb) - skb_network_header(skb));
+			len);
+}
+
+static int rsoft_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
+{
+	rsoft_udp_hand(skb, skb->len - skb_network_offset(skb));
 	consume_skb(skb);
 	return 0;
 }
@@ -612,4 +655,120 @@ void rsoft_udp_close(struct net_device *ndev)
 			rsoft_udp_release(un);
 	}
 	mutex_unlock(&rsoft_udp_lock);
+}
+
+/*
+ * Where another listener has port 4791 of the namespace (6.12's rxe, in
+ * init_net), a link takes the RoCEv2 packets that reach its own netdev off
+ * it before the IP stack sees them, as a RoCE NIC takes them off its port:
+ * a packet handler of that netdev for IPv4 and one for IPv6. The stack
+ * still gets each packet, and the other listener drops those that came in
+ * on no netdev of its own, as rxe does.
+ */
+struct rsoft_tap {
+	struct packet_type pt[2];
+};
+
+/*
+ * The length of @skb's packet if it is IPv4 (without options, no fragment)
+ * or IPv6 (no extension header) to UDP port 4791, whole; else 0.
+ */
+static unsigned int rsoft_tap_roce_len(struct sk_buff *skb)
+{
+	const struct ipv6hdr *ip6h;
+	const struct iphdr *iph;
+	const struct udphdr *uh;
+	union {
+		struct iphdr v4;
+		struct ipv6hdr v6;
+	} _ip;
+	int at = skb_network_offset(skb);
+	struct udphdr _uh;
+	unsigned int hlen, len;
+
+	if (skb->protocol == htons(ETH_P_IP)) {
+		iph = skb_header_pointer(skb, at, sizeof(*iph), &_ip.v4);
+		if (!iph || iph->version != 4 || iph->ihl != 5 ||
+		    iph->protocol != IPPROTO_UDP || ip_is_fragment(iph) ||
+		    ip_fast_csum(iph, iph->ihl))
+			return 0;
+		hlen = sizeof(*iph);
+		len = ntohs(iph->tot_len);
+	} else {
+		ip6h = skb_header_pointer(skb, at, sizeof(*ip6h), &_ip.v6);
+		if (!ip6h || ip6h->version != 6 || ip6h->nexthdr != IPPROTO_UDP)
+			return 0;
+		hlen = sizeof(*ip6h);
+		len = hlen + ntohs(ip6h->payload_len);
+	}
+	if (len > skb->len - at || len < hlen + sizeof(*uh))
+		return 0;
+	uh = skb_header_pointer(skb, at + hlen, sizeof(*uh), &_uh);
+	if (!uh || uh->dest != htons(ROCE_V2_UDP_DPORT) ||
+	    ntohs(uh->len) != len - hlen)
+		return 0;
+	return len;
+}
+
+static int rsoft_tap_rcv(struct sk_buff *skb, struct net_device *ndev,
+			 struct packet_type *pt, struct net_device *orig_dev)
+{
+	struct sk_buff *segs, *seg, *next;
+	unsigned int len;
+
+	if (skb->pkt_type != PACKET_HOST)
+		goto out;
+	skb = skb_share_check(skb, GFP_ATOMIC);
+	if (!skb)
+		return NET_RX_DROP;
+	if (!skb_is_gso(skb)) {
+		len = rsoft_tap_roce_len(skb);
+		if (len)
+			rsoft_udp_hand(skb, len);
+		goto out;
+	}
+	/* A train of another rsoft's (UDP GSO): its packets, one by one. */
+	if (!rsoft_tap_roce_len(skb))
+		goto out;
+	segs = __skb_gso_segment(skb, NETIF_F_SG | NETIF_F_IP_CSUM |
+				 NETIF_F_IPV6_CSUM, false);
+	if (IS_ERR_OR_NULL(segs))
+		goto out;
+	skb_list_walk_safe(segs, seg, next) {
+		len = rsoft_tap_roce_len(seg);
+		if (len)
+			rsoft_udp_hand(seg, len);
+		consume_skb(seg);
+	}
+out:
+	consume_skb(skb);
+	return NET_RX_SUCCESS;
+}
+
+struct rsoft_tap *rsoft_tap_open(struct net_device *ndev)
+{
+	static const __be16 types[] = { htons(ETH_P_IP), htons(ETH_P_IPV6) };
+	struct rsoft_tap *tap;
+	unsigned int i;
+
+	tap = kzalloc(sizeof(*tap), GFP_KERNEL);
+	if (!tap)
+		return ERR_PTR(-ENOMEM);
+	for (i = 0; i < ARRAY_SIZE(tap->pt); i++) {
+		tap->pt[i].type = types[i];
+		tap->pt[i].dev = ndev;
+		tap->pt[i].func = rsoft_tap_rcv;
+		dev_add_pack(&tap->pt[i]);
+	}
+	return tap;
+}
+
+void rsoft_tap_close(struct rsoft_tap *tap)
+{
+	unsigned int i;
+
+	/* Each waits until no handler runs (synchronize_net()). */
+	for (i = 0; i < ARRAY_SIZE(tap->pt); i++)
+		dev_remove_pack(&tap->pt[i]);
+	kfree(tap);
 }

@@ -114,6 +114,12 @@ int rsoft_ip4_send(struct sk_buff *skb);
  */
 unsigned int rsoft_netdev_train_max(const struct net_device *ndev);
 void rsoft_udp_train(struct sk_buff *skb, unsigned int seg);
+/*
+ * Whether @ndev's namespace routes a packet from GID @src to GID @dst (16
+ * bytes each; IPv4 when both are IPv4-mapped) into this host, through
+ * loopback (1), or out of a netdev (0); a negative errno without a route.
+ */
+int rsoft_route_home(struct net_device *ndev, const u8 *src, const u8 *dst);
 void rsoft_ip4_flush(void);
 void rsoft_skb_free(struct sk_buff *skb);
 
@@ -131,5 +137,14 @@ int rsoft_udp_register(rsoft_udp_handler_t handler, void *ctx);
 void rsoft_udp_unregister(void);
 int rsoft_udp_open(struct net_device *ndev);
 void rsoft_udp_close(struct net_device *ndev);
+
+/*
+ * Where the port is another listener's, @ndev's own RoCEv2 packets, taken
+ * off it before the IP stack, go to the same handler until
+ * rsoft_tap_close() (which sleeps). An ERR_PTR on failure.
+ */
+struct rsoft_tap;
+struct rsoft_tap *rsoft_tap_open(struct net_device *ndev);
+void rsoft_tap_close(struct rsoft_tap *tap);
 
 #endif /* RSOFT_SHIMS_H */

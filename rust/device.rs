@@ -126,17 +126,13 @@ impl ib::LinkOps for Rsoft {
             comp_vectors: 1,
         };
         let held = ib::NetDevRef::new(netdev);
-        // Without the port (another listener has it), the link still works
-        // on this host and sends to others; nothing comes back.
-        let listener = ib::Listener::open(&held)
-            .inspect_err(|e| {
-                pr_info!(
-                    "{}: no RoCEv2 reception, UDP port 4791 not opened ({:?})\n",
-                    name,
-                    e
-                )
-            })
-            .ok();
+        let listener = ib::Listener::open(&held)?;
+        if listener.is_tap() {
+            pr_info!(
+                "{}: UDP port 4791 is another listener's here: RoCEv2 packets are taken off the netdev\n",
+                name
+            );
+        }
         let bound = Bound {
             netdev: held,
             _listener: listener,

@@ -55,7 +55,7 @@ pub(crate) use crc::crc32_le;
 pub(crate) use device::{DeviceConfig, Devices, Provider};
 pub(crate) use gate::Gate;
 pub(crate) use ids::{Key, MrId, PdId, QpNum};
-pub(crate) use ip::{DeferredSends, IpPacket};
+pub(crate) use ip::{routes_home, DeferredSends, IpPacket};
 pub(crate) use irq_lock::IrqSpinLock;
 pub(crate) use link::{LinkOps, Links};
 pub(crate) use memory::{Memory, PageList};

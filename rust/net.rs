@@ -17,7 +17,9 @@
 use crate::{
     counters::Counters,
     fabric::{self, Fabric},
-    ib::{Address, Gid, GidType, IrqSpinLock, Listener, Mtu, Namespace, NetDev, NetDevRef},
+    ib::{
+        self, Address, Gid, GidType, Grh, IrqSpinLock, Listener, Mtu, Namespace, NetDev, NetDevRef,
+    },
     limits,
     mr::Mrs,
     new_irq_spinlock,
@@ -68,13 +70,11 @@ pub(crate) struct Net {
     pub(crate) fabric: Arc<Fabric<Net>>,
 }
 
-/// A RoCE port's hold on its netdev, and its place among the listeners on
-/// port 4791 of the netdev's namespace (none where another listener has
-/// it).
+/// A RoCE port's hold on its netdev, and its reception of RoCEv2 packets.
 pub(crate) struct Bound {
     pub(crate) netdev: NetDevRef,
     /// Kept, not read: dropping it stops listening.
-    pub(crate) _listener: Option<Listener>,
+    pub(crate) _listener: Listener,
 }
 
 /// A reserved QP number, released when dropped unless a QP was put in it.
@@ -238,20 +238,38 @@ impl Net {
     /// InfiniBand port reaches itself by its LID; a RoCE port reaches the
     /// port that answers the GID in its own network namespace. Two
     /// namespaces are two hosts, so a port in another one is reached over
-    /// the RoCEv2 wire, as a container's would be.
+    /// the RoCEv2 wire, as a container's would be; so is another port of
+    /// this one whose address the kernel routes out of a netdev.
     pub(crate) fn with_port<R>(&self, av: &Address, f: impl FnOnce(&Net) -> R) -> Option<R> {
         match self.link {
             Link::Ib { lid, .. } => (av.dlid == lid).then(|| f(self)),
             Link::Roce => {
-                let dgid = av.grh.as_ref()?.dgid;
+                let grh = av.grh.as_ref()?;
                 if !self.is_up() {
                     return None;
                 }
                 // `port_of` finds only ports that are up, so bound.
-                let port = self.fabric.port_of(&dgid)?;
-                (port.namespace == self.namespace).then(|| f(&port))
+                let port = self.fabric.port_of(&grh.dgid)?;
+                let home = port.namespace == self.namespace
+                    && (core::ptr::eq(&*port, self) || self.routes_home(grh));
+                home.then(|| f(&port))
             }
         }
+    }
+
+    /// Whether what this port sends as `grh` says, to another port of its
+    /// namespace, stays in this host. A RoCE v1 GID is not routed; a RoCE
+    /// v2 one is another host's where the kernel routes it out of a netdev:
+    /// two netdevs that policy routing joins by a wire (a veth pair) are
+    /// two hosts, for rsoft as for the kernel's RDMA users, which
+    /// resolved the destination over it (`selftests/veth-loop.sh`).
+    fn routes_home(&self, grh: &Grh) -> bool {
+        if grh.sgid_type != GidType::RoceV2 {
+            return true;
+        }
+        self.netdev()
+            .and_then(|netdev| ib::routes_home(&netdev, &grh.sgid, &grh.dgid))
+            .unwrap_or(true)
     }
 
     /// Enters the peer of connected QP `qp` of this port, if on this host:

@@ -201,6 +201,7 @@ if insmod "$ko"; then
 	"$top/selftests/roce-cross.sh"
 	"$top/selftests/netns.sh"
 	"$top/selftests/wire.sh"
+	"$top/selftests/veth-loop.sh"
 	check "RoCE: rmmod once the links are gone" rmmod rsoft
 else
 	fail "insmod rsoft.ko for the RoCE links"

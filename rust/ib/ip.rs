@@ -3,10 +3,22 @@
 //! IP packets sent out of a netdev: the skb is routed and allocated here,
 //! the driver writes every byte from the IP header on, and the kernel's IP
 //! output (netfilter, neighbour resolution, the qdisc) takes it from there.
+//! The same routing says whether an address is this host's.
 
 use super::{attr::Gid, bindings, netdev::NetDev};
 use core::ptr::NonNull;
 use kernel::prelude::*;
+
+/// Whether `netdev`'s namespace routes a packet from `src` to `dst` into
+/// this host (through loopback) rather than out of a netdev; `None`
+/// without a route.
+pub(crate) fn routes_home(netdev: &NetDev, src: &Gid, dst: &Gid) -> Option<bool> {
+    // SAFETY: `netdev` is valid for the call; the shim reads the 16 bytes
+    // of each GID.
+    let home =
+        unsafe { bindings::rsoft_route_home(netdev.as_ptr(), src.0.as_ptr(), dst.0.as_ptr()) };
+    (home >= 0).then_some(home > 0)
+}
 
 /// An IPv4 or IPv6 packet being filled, freed unsent if dropped.
 ///
