@@ -511,9 +511,13 @@ static void rsoft_udp_hand(struct sk_buff *skb, unsigned int len)
 			len);
 }
 
+static bool rsoft_tapped(const struct net_device *ndev);
+
 static int rsoft_udp_encap_rcv(struct sock *sk, struct sk_buff *skb)
 {
-	rsoft_udp_hand(skb, skb->len - skb_network_offset(skb));
+	/* A tapped link took it already (see rsoft_tap_open()). */
+	if (!rsoft_tapped(skb->dev))
+		rsoft_udp_hand(skb, skb->len - skb_network_offset(skb));
 	consume_skb(skb);
 	return 0;
 }
@@ -667,7 +671,26 @@ void rsoft_udp_close(struct net_device *ndev)
  */
 struct rsoft_tap {
 	struct packet_type pt[2];
+	struct list_head node;	/* in rsoft_taps */
 };
+
+/*
+ * Every tap, RCU-read by the sockets' receive: a namespace's socket, opened
+ * after a tap there (by a link made once the other listener had gone),
+ * leaves that netdev's packets to its tap, so that each is taken once.
+ * Written under rsoft_udp_lock.
+ */
+static LIST_HEAD(rsoft_taps);
+
+static bool rsoft_tapped(const struct net_device *ndev)
+{
+	struct rsoft_tap *tap;
+
+	list_for_each_entry_rcu(tap, &rsoft_taps, node)
+		if (tap->pt[0].dev == ndev)
+			return true;
+	return false;
+}
 
 /*
  * The length of @skb's packet if it is IPv4 (without options, no fragment)
@@ -758,8 +781,13 @@ struct rsoft_tap *rsoft_tap_open(struct net_device *ndev)
 		tap->pt[i].type = types[i];
 		tap->pt[i].dev = ndev;
 		tap->pt[i].func = rsoft_tap_rcv;
-		dev_add_pack(&tap->pt[i]);
 	}
+	/* Listed first: no packet is taken twice, by a socket and the tap. */
+	mutex_lock(&rsoft_udp_lock);
+	list_add_rcu(&tap->node, &rsoft_taps);
+	mutex_unlock(&rsoft_udp_lock);
+	for (i = 0; i < ARRAY_SIZE(tap->pt); i++)
+		dev_add_pack(&tap->pt[i]);
 	return tap;
 }
 
@@ -767,7 +795,13 @@ void rsoft_tap_close(struct rsoft_tap *tap)
 {
 	unsigned int i;
 
-	/* Each waits until no handler runs (synchronize_net()). */
+	mutex_lock(&rsoft_udp_lock);
+	list_del_rcu(&tap->node);
+	mutex_unlock(&rsoft_udp_lock);
+	/*
+	 * Each waits until no handler runs (synchronize_net()), and so until
+	 * no socket's receive sees the tap in the list.
+	 */
 	for (i = 0; i < ARRAY_SIZE(tap->pt); i++)
 		dev_remove_pack(&tap->pt[i]);
 	kfree(tap);

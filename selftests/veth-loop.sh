@@ -9,7 +9,7 @@
 # side, host on the other. Then rsoft_w in a namespace sends to rsoft_t on
 # a second veth pair, so that a tap also takes another rsoft's trains (UDP
 # GSO) and IPv6. Last, rsoft_x replaces rxe_x, and NVMe crosses the pair
-# between two rsoft links. Needs rsoft.ko loaded, no link and rdma_rxe not
+# between two rsoft links, rsoft_r still tapped. Needs rsoft.ko loaded, no link and rdma_rxe not
 # loaded; leaves none of them, and the routing as it was.
 set -u
 T=120
@@ -119,18 +119,22 @@ fi
 
 # Two rsoft links of one namespace are two hosts where routing says so:
 # rsoft_x takes rxe_x's place, and NVMe crosses the veth between them.
+# With rxe gone, rsoft_x opens the namespace's port 4791, which leaves
+# vr's packets to rsoft_r's tap: none is taken twice (a duplicate).
 check "rdma link delete rxe_x" timeout $T rdma link delete rxe_x
+check "modprobe -r rdma_rxe" modprobe -r rdma_rxe
 check "rdma link add rsoft_x (on vx)" timeout $T rdma link add rsoft_x type rsoft netdev vx
 TAP_PREFIX="veth loop: NVMe, rsoft target, rsoft host: "
 x0=$(counter rsoft_x wire_received_packets)
 nvme_round $ipx
 check "rsoft_x took rsoft_r's packets off vx ($x0 -> $(counter rsoft_x wire_received_packets))" \
 	test "$(counter rsoft_x wire_received_packets)" -gt $((x0 + 8000))
+check "rsoft_r took each packet once (wire_duplicates $(counter rsoft_r wire_duplicates))" \
+	test "$(counter rsoft_r wire_duplicates)" -eq 0
 TAP_PREFIX="veth loop: "
 check "rdma link delete rsoft_x" timeout $T rdma link delete rsoft_x
 check "rdma link delete rsoft_r" timeout $T rdma link delete rsoft_r
 loop_down
-check "modprobe -r rdma_rxe" modprobe -r rdma_rxe
 rm -rf "$work"
 echo "# veth-loop.sh: $((SECONDS - start)) s"
 exit 0
