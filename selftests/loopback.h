@@ -358,7 +358,7 @@ static inline int long_send_start(struct loopback *lb, struct long_send *ls,
 		.wr_id = 1, .sg_list = &sge, .num_sge = 1,
 		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
 	}, *sbad;
-	double end = mono_now() + 5;
+	double end;
 
 	ls->len = 64 << 20;
 	ls->src = malloc(ls->len);
@@ -376,6 +376,8 @@ static inline int long_send_start(struct loopback *lb, struct long_send *ls,
 	sge = (struct ibv_sge){ (uintptr_t)ls->src, ls->len, ls->smr->lkey };
 	if (ibv_post_send(lb->a, &swr, &sbad))
 		return -1;
+	/* From the post: filling and pinning 128 MiB may take longer. */
+	end = mono_now() + 5;
 	while (!__atomic_load_n(ls->dst, __ATOMIC_RELAXED) && mono_now() < end)
 		;
 	if (__atomic_load_n(ls->dst, __ATOMIC_RELAXED) != (char)0xab)
