@@ -364,6 +364,10 @@ struct sk_buff *rsoft_ip6_skb(struct net_device *ndev, const u8 *saddr,
 
 int rsoft_route_home(struct net_device *ndev, const u8 *src, const u8 *dst)
 {
+	struct flowi6 fl6 = {
+		.flowi6_oif = ndev->ifindex,
+		.flowi6_proto = IPPROTO_UDP,
+	};
 	struct dst_entry *d;
 	bool home;
 
@@ -379,21 +383,19 @@ int rsoft_route_home(struct net_device *ndev, const u8 *src, const u8 *dst)
 
 		if (IS_ERR(rt))
 			return PTR_ERR(rt);
-		d = &rt->dst;
-	} else {
-		struct flowi6 fl = {
-			.flowi6_oif = ndev->ifindex,
-			.flowi6_proto = IPPROTO_UDP,
-		};
-
-		memcpy(&fl.saddr, src, sizeof(fl.saddr));
-		memcpy(&fl.daddr, dst, sizeof(fl.daddr));
-		d = ip6_dst_lookup_flow(dev_net(ndev), NULL, &fl, NULL);
-		if (IS_ERR(d))
-			return PTR_ERR(d);
+		home = rt->rt_flags & RTCF_LOCAL;
+		ip_rt_put(rt);
+		return home;
 	}
-	/* A local destination's route goes through the loopback device. */
-	home = d->dev->flags & IFF_LOOPBACK;
+	/* The IPv6 lookup may enable bottom halves (a MAD's post). */
+	if (irqs_disabled())
+		return -EAGAIN;
+	memcpy(&fl6.saddr, src, sizeof(fl6.saddr));
+	memcpy(&fl6.daddr, dst, sizeof(fl6.daddr));
+	d = ip6_dst_lookup_flow(dev_net(ndev), NULL, &fl6, NULL);
+	if (IS_ERR(d))
+		return PTR_ERR(d);
+	home = !dst_xfrm(d) && (dst_rt6_info(d)->rt6i_flags & RTF_LOCAL);
 	dst_release(d);
 	return home;
 }
@@ -664,10 +666,10 @@ void rsoft_udp_close(struct net_device *ndev)
 /*
  * Where another listener has port 4791 of the namespace (6.12's rxe, in
  * init_net), a link takes the RoCEv2 packets that reach its own netdev off
- * it before the IP stack sees them, as a RoCE NIC takes them off its port:
- * a packet handler of that netdev for IPv4 and one for IPv6. The stack
- * still gets each packet, and the other listener drops those that came in
- * on no netdev of its own, as rxe does.
+ * it, as a RoCE NIC takes them off its port: a packet handler of that
+ * netdev for IPv4 and one for IPv6, which the core calls after the IP
+ * stack's. The stack gets each packet all the same, and the other
+ * listener drops those that came in on no netdev of its own, as rxe does.
  */
 struct rsoft_tap {
 	struct packet_type pt[2];
@@ -795,14 +797,13 @@ void rsoft_tap_close(struct rsoft_tap *tap)
 {
 	unsigned int i;
 
+	/* Unhooked first: no packet is taken twice, by the tap and a socket. */
+	for (i = 0; i < ARRAY_SIZE(tap->pt); i++)
+		__dev_remove_pack(&tap->pt[i]);
 	mutex_lock(&rsoft_udp_lock);
 	list_del_rcu(&tap->node);
 	mutex_unlock(&rsoft_udp_lock);
-	/*
-	 * Each waits until no handler runs (synchronize_net()), and so until
-	 * no socket's receive sees the tap in the list.
-	 */
-	for (i = 0; i < ARRAY_SIZE(tap->pt); i++)
-		dev_remove_pack(&tap->pt[i]);
+	/* No handler runs now, and no socket's receive sees the tap listed. */
+	synchronize_net();
 	kfree(tap);
 }

@@ -116,8 +116,9 @@ unsigned int rsoft_netdev_train_max(const struct net_device *ndev);
 void rsoft_udp_train(struct sk_buff *skb, unsigned int seg);
 /*
  * Whether @ndev's namespace routes a packet from GID @src to GID @dst (16
- * bytes each; IPv4 when both are IPv4-mapped) into this host, through
- * loopback (1), or out of a netdev (0); a negative errno without a route.
+ * bytes each; IPv4 when both are IPv4-mapped), bound to @ndev as the core
+ * resolves a destination's MAC, to this host (1) or out of a netdev (0); a
+ * negative errno without a route, or for IPv6 with interrupts off.
  */
 int rsoft_route_home(struct net_device *ndev, const u8 *src, const u8 *dst);
 void rsoft_ip4_flush(void);
@@ -140,7 +141,7 @@ void rsoft_udp_close(struct net_device *ndev);
 
 /*
  * Where the port is another listener's, @ndev's own RoCEv2 packets, taken
- * off it before the IP stack, go to the same handler until
+ * off it beside the IP stack, go to the same handler until
  * rsoft_tap_close() (which sleeps). An ERR_PTR on failure.
  */
 struct rsoft_tap;

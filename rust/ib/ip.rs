@@ -9,9 +9,10 @@ use super::{attr::Gid, bindings, netdev::NetDev};
 use core::ptr::NonNull;
 use kernel::prelude::*;
 
-/// Whether `netdev`'s namespace routes a packet from `src` to `dst` into
-/// this host (through loopback) rather than out of a netdev; `None`
-/// without a route.
+/// Whether `netdev`'s namespace routes a packet from `src` to `dst`,
+/// bound to `netdev` as the core resolves a destination's MAC, to this
+/// host rather than out of a netdev; `None` without a route (or, for
+/// IPv6, with interrupts off).
 pub(crate) fn routes_home(netdev: &NetDev, src: &Gid, dst: &Gid) -> Option<bool> {
     // SAFETY: `netdev` is valid for the call; the shim reads the 16 bytes
     // of each GID.
