@@ -74,7 +74,7 @@ unsafe extern "C" fn handler<R: Receive>(
 
 /// A RoCE link taking the RoCEv2 packets that reach it, until dropped: on
 /// port 4791 of its netdev's namespace, with the other links there, or,
-/// where another listener has that port, off its netdev before the IP
+/// where another listener has that port, off its netdev beside the IP
 /// stack (a tap).
 pub(crate) struct Listener {
     /// Held until the socket's user count or the tap is let go.
