@@ -14,7 +14,10 @@
 //! or WRITE sends again once, unasked and uncounted, at an eighth of the
 //! local ACK timeout (a probe, as hardware's adaptive retransmission sends
 //! before the timeout set): the rest of the wait and the retries are as
-//! before. The responder takes what comes twice as it takes any duplicate.
+//! before. The probe is for a silence after the last request that left,
+//! not after the first: a requester still sending its window (a slow CPU
+//! takes milliseconds a packet) waits on. The responder takes what comes
+//! twice as it takes any duplicate.
 //! No probe goes while a READ or atomic is in flight: its answer may pause
 //! that long while the responder's worker sends it, and a READ asked for
 //! again is read again whole.
@@ -47,6 +50,8 @@ pub(crate) struct Retries {
     probing: bool,
     /// ... and so the probe is spent, until an answer comes.
     probed: bool,
+    /// A request left during the probe's wait.
+    left: bool,
 }
 
 /// What to do about a refusal.
@@ -114,6 +119,7 @@ impl Retries {
                     Some(probe) if !self.probed => {
                         self.probed = true;
                         self.probing = true;
+                        self.left = false;
                         probe
                     }
                     _ => timeout,
@@ -166,6 +172,12 @@ impl Retries {
         self.tried
     }
 
+    /// A request is about to leave: a probe due waits for the silence
+    /// after it.
+    pub(crate) fn leaving(&mut self) {
+        self.left = true;
+    }
+
     /// Whether a wait was served to its end: the head request is to be
     /// tried again.
     pub(crate) fn due(&self) -> bool {
@@ -189,11 +201,18 @@ impl Retries {
         }
     }
 
-    /// The retry timer went off: says what that comes to.
-    pub(crate) fn expire(&mut self) -> Expiry {
+    /// The retry timer went off: says what that comes to. `timeout`: the
+    /// QP's local ACK timeout (IB encoding).
+    pub(crate) fn expire(&mut self, timeout: u8) -> Expiry {
         let Some(armed) = self.armed else {
             return Expiry::Stale;
         };
+        // A request that left meanwhile has the probe wait once more, not
+        // until its own packet's silence: moving the timer with every
+        // request would cost a timer update a request.
+        if self.probing && !self.expired && core::mem::take(&mut self.left) {
+            return Expiry::Again(self.answer_wait_us(timeout));
+        }
         // A NAK may have ended the wait before the timer did; a probe is
         // not the timeout.
         let ack_timeout = matches!(armed, Refusal::Silence) && !self.expired && !self.probing;
@@ -206,6 +225,9 @@ impl Retries {
 pub(crate) enum Expiry {
     /// No wait was armed: a completion or a RESET ended it.
     Stale,
+    /// The wait goes on: the timer is to be armed again for this many
+    /// microseconds.
+    Again(u64),
     /// The wait was served: the QP is to be run again. `ack_timeout`: it
     /// was the wait for an answer, which never came: the local ACK timeout
     /// ran out.

@@ -250,7 +250,17 @@ crate::impl_has_timer!(QpShared, retry_timer);
 
 impl OnTimer for QpShared {
     fn fire(this: Arc<Self>) {
-        let expiry = this.inner.lock().retries.expire();
+        let expiry = {
+            let mut inner = this.inner.lock();
+            let timeout = inner.attr.timeout;
+            let expiry = inner.retries.expire(timeout);
+            // Armed under the lock, as every wait is: an answer that comes
+            // meanwhile ends this wait, not one of its own.
+            if let Expiry::Again(us) = expiry {
+                Timer::arm(&this, us);
+            }
+            expiry
+        };
         if let Expiry::Due { ack_timeout } = expiry {
             if ack_timeout {
                 this.runner.ack_timed_out();

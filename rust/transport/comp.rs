@@ -117,6 +117,7 @@ pub(super) fn launch<'a>(
     };
     let new = window.leave(head.index, sent);
     inner.req_psn = last.next();
+    inner.retries.leaving();
     Some(Launched {
         qp,
         head,
