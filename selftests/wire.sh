@@ -286,14 +286,16 @@ icrc "tcpdump's capture: each of rsoft's packets from $ip1 checks, and fails wit
 	"$rc_pcap" --src $ip1 --min 1000
 
 # rping's SENDs, the server's READ of the client's buffer and WRITE back,
-# every round trip's data checked (-V), each side the server.
+# every round trip's data checked (-V), each side the server. 1000 round
+# trips through rxe take 60 s and more in a debug guest on a slow host
+# (netns.sh bounds its rping with 120 s as well).
 port=7740
 srv=(rping -s -a $ip0 -p $port -C 1000)
 cli=(rping -c -a $ip0 -p $port -C 1000 -v -V)
-ns_pair "rping -C 1000 -v -V (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rping_data_1000
+T=120 ns_pair "rping -C 1000 -v -V (rsoft_w1 in $ns -> rxe_w0 here)" cm $port rping_data_1000
 srv=(ip netns exec $ns rping -s -a $ip1 -p $port -C 1000)
 cli=(rping -c -a $ip1 -p $port -C 1000 -v -V)
-pair "rping -C 1000 -v -V (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rping_data_1000
+T=120 pair "rping -C 1000 -v -V (rxe_w0 here -> rsoft_w1 in $ns)" ns_cm $port rping_data_1000
 # Each of perftest's tests each way, over TCP (-x) with rsoft the client
 # and over rdma_cm (-R) with rxe the client; librpma (every operation
 # verified) and libfabric's verbs provider, each side the server.
