@@ -5,12 +5,13 @@
 # vr, the two ends of a veth pair whose addresses policy routing sends to
 # each other over it rather than through loopback. 6.12's rxe holds UDP
 # port 4791 of the namespace, so rsoft takes its link's RoCEv2 packets off
-# vr (its "tap"). NVMe over RDMA crosses the pair each way: target on one
-# side, host on the other. Then rsoft_w in a namespace sends to rsoft_t on
-# a second veth pair, so that a tap also takes another rsoft's trains (UDP
-# GSO) and IPv6. Last, rsoft_x replaces rxe_x, and NVMe crosses the pair
-# between two rsoft links, rsoft_r still tapped. Needs rsoft.ko loaded, no link and rdma_rxe not
-# loaded; leaves none of them, and the routing as it was.
+# vr (its "tap"). NVMe over RDMA crosses the pair once, an rxe target and
+# an rsoft host (tools/twohost.sh runs every pairing, on two machines).
+# Then rsoft_w in a namespace sends to rsoft_t on a second veth pair, so
+# that a tap also takes another rsoft's trains (UDP GSO) and IPv6. Last,
+# rsoft_x replaces rxe_x, and WRITEs cross the pair between two rsoft
+# links, rsoft_r still tapped. Needs rsoft.ko loaded, no link and rdma_rxe
+# not loaded; leaves none of them, and the routing as it was.
 set -u
 T=120
 ipx=10.9.7.1 ipr=10.9.7.2
@@ -73,23 +74,16 @@ srv=(rping -s -a $ipr -p 7701 -C 50)
 cli=(rping -c -a $ipr -p 7701 -C 50 -v -V)
 pair "rping -C 50 -v -V (rxe_x -> rsoft_r)" cm 7701 rping_data_50
 
-# nvme_round TARGET_ADDR: NVMe over RDMA, the target on TARGET_ADDR's
-# device and the host on the other end's; rsoft_r took the data as
-# RoCEv2 packets.
-nvme_round() {
-	local before
-	before=$(counter rsoft_r wire_received_packets)
-	target_up "$1" "$work/ns.img"
-	host_io "$1"
-	target_holds "$work/ns.img" "$work"
-	target_down
-	check "rsoft_r took the data off vr ($before -> $(counter rsoft_r wire_received_packets) packets)" \
-		test "$(counter rsoft_r wire_received_packets)" -gt $((before + 8000))
-}
+# NVMe over RDMA, the target on rxe_x and the host on rsoft_r, which
+# takes the data as RoCEv2 packets off vr.
 TAP_PREFIX="veth loop: NVMe, rxe target, rsoft host: "
-nvme_round $ipx
-TAP_PREFIX="veth loop: NVMe, rsoft target, rxe host: "
-nvme_round $ipr
+r0=$(counter rsoft_r wire_received_packets)
+target_up $ipx "$work/ns.img"
+host_io $ipx
+target_holds "$work/ns.img" "$work"
+target_down
+check "rsoft_r took the data off vr ($r0 -> $(counter rsoft_r wire_received_packets) packets)" \
+	test "$(counter rsoft_r wire_received_packets)" -gt $((r0 + 8000))
 TAP_PREFIX="veth loop: "
 
 # Another rsoft from another namespace: its trains and IPv6 come in
@@ -118,20 +112,26 @@ if check "ip netns add $ns" ip netns add $ns; then
 fi
 
 # Two rsoft links of one namespace are two hosts where routing says so:
-# rsoft_x takes rxe_x's place, and NVMe crosses the veth between them.
+# rsoft_x takes rxe_x's place, and WRITEs cross the veth between them.
 # With rxe gone, rsoft_x opens the namespace's port 4791, which leaves
-# vr's packets to rsoft_r's tap: none is taken twice (a duplicate).
+# vr's packets to rsoft_r's tap: none is taken twice. (A duplicate that
+# rsoft_r counts must then be a packet that rsoft_x sent again.)
 check "rdma link delete rxe_x" timeout $T rdma link delete rxe_x
 check "modprobe -r rdma_rxe" modprobe -r rdma_rxe
 check "rdma link add rsoft_x (on vx)" timeout $T rdma link add rsoft_x type rsoft netdev vx
-TAP_PREFIX="veth loop: NVMe, rsoft target, rsoft host: "
-x0=$(counter rsoft_x wire_received_packets)
-nvme_round $ipx
-check "rsoft_x took rsoft_r's packets off vx ($x0 -> $(counter rsoft_x wire_received_packets))" \
-	test "$(counter rsoft_x wire_received_packets)" -gt $((x0 + 8000))
-check "rsoft_r took each packet once (wire_duplicates $(counter rsoft_r wire_duplicates))" \
-	test "$(counter rsoft_r wire_duplicates)" -eq 0
-TAP_PREFIX="veth loop: "
+gx=
+until_ok 20 gid_index rsoft_x $ipx >/dev/null && gx=$(gid_index rsoft_x $ipx)
+x0=$(counter rsoft_x wire_received_packets) r0=$(counter rsoft_r wire_received_packets)
+d0=$(counter rsoft_r wire_duplicates) s0=$(counter rsoft_x wire_resent_packets)
+srv=(ib_write_bw -d rsoft_r -x "${gr:-1}" -s 65536 -n 50 -F -p 7704)
+cli=(ib_write_bw -d rsoft_x -x "${gx:-1}" -s 65536 -n 50 -F -p 7704 $ipr)
+pair "ib_write_bw 64 KiB -n 50 (rsoft_x -> rsoft_r)" tcp 7704 perf_row
+check "rsoft_r took the WRITEs off vr ($r0 -> $(counter rsoft_r wire_received_packets))" \
+	test "$(counter rsoft_r wire_received_packets)" -ge $((r0 + 3200))
+check "rsoft_x took rsoft_r's ACKs off vx ($x0 -> $(counter rsoft_x wire_received_packets))" \
+	test "$(counter rsoft_x wire_received_packets)" -gt "$x0"
+dup=$(($(counter rsoft_r wire_duplicates) - d0)) resent=$(($(counter rsoft_x wire_resent_packets) - s0))
+check "rsoft_r took each packet once ($dup duplicates, $resent resent)" test $dup -le $resent
 check "rdma link delete rsoft_x" timeout $T rdma link delete rsoft_x
 check "rdma link delete rsoft_r" timeout $T rdma link delete rsoft_r
 loop_down

@@ -188,7 +188,7 @@ ns_pair "ibv_rc_pingpong -s 16384 -n 50 -c over IPv6 link-local GIDs (rsoft_w1 i
 # message in flight). rxe's responder takes them only in order, with the
 # right lengths and PSNs; the ACKs come back in through rsoft's socket.
 acks0=$(counter rsoft_w1 wire_received_packets) rcvd0=$(counter rxe_w0 rcvd_pkts)
-n=100 port=7704
+n=25 port=7704
 for t in "ib_send_bw -s 4096" "ib_write_bw -s 65536"; do
 	srv=($t -d rxe_w0 -x "$g0" -F -n $n -p $port)
 	cli=($t -d rsoft_w1 -x "$g1" -F -n $n -p $port $ip0)
@@ -222,6 +222,7 @@ ns_pair "ib_read_bw -s 65536 -n $n (rsoft_w1 in $ns -> rxe_w0 here): the client'
 # answered with READ RESPONSEs cut at the path MTU, and atomics, each way;
 # rdma_cm's MADs and rping's SENDs, READs and WRITEs, each side the server.
 rc_pcap=$work/rc.pcap
+n=100
 # rsoft's packets leave one by one, as a NIC without UDP segmentation
 # puts them on the wire (a train would show as one large packet).
 trains w1 off $ns
