@@ -109,7 +109,7 @@ wait $holder 2>/dev/null
 
 # --- stock ibv_rc_pingpong between two processes, data checked (-c)
 for size in 1 4096 65536 1048576; do
-	iters=$((size < 1048576 ? 1000 : 200))
+	iters=$((size < 1048576 ? 500 : 200))
 	for events in "" -e; do
 		"$top/selftests/pingpong.sh" "ibv_rc_pingpong -s $size -n $iters -c $events" \
 			ibv_rc_pingpong -s "$size" -n "$iters" -c $events
@@ -119,8 +119,8 @@ done
 # --- stock ibv_uc_pingpong between two processes
 for size in 1 4096 65536; do
 	for events in "" -e; do
-		"$top/selftests/pingpong.sh" "ibv_uc_pingpong -s $size -n 1000 -c $events" \
-			ibv_uc_pingpong -s "$size" -n 1000 -c $events
+		"$top/selftests/pingpong.sh" "ibv_uc_pingpong -s $size -n 500 -c $events" \
+			ibv_uc_pingpong -s "$size" -n 500 -c $events
 	done
 done
 
@@ -142,18 +142,18 @@ took "the stock pingpongs"
 # --- perftest between two processes: RC, and the UC/UD variants it has
 for t in ib_send_bw ib_write_bw ib_read_bw ib_atomic_bw \
 	ib_send_lat ib_write_lat ib_read_lat ib_atomic_lat; do
-	"$top/selftests/pingpong.sh" "perftest $t (RC)" "$t" -n 1000 -F
+	"$top/selftests/pingpong.sh" "perftest $t (RC)" "$t" -n 200 -F
 done
 for t in ib_send_bw ib_write_bw ib_send_lat ib_write_lat; do
-	"$top/selftests/pingpong.sh" "perftest $t (UC)" "$t" -c UC -n 1000 -F
+	"$top/selftests/pingpong.sh" "perftest $t (UC)" "$t" -c UC -n 200 -F
 done
 for t in ib_send_bw ib_send_lat; do
-	"$top/selftests/pingpong.sh" "perftest $t (UD)" "$t" -c UD -n 1000 -F
+	"$top/selftests/pingpong.sh" "perftest $t (UD)" "$t" -c UD -n 200 -F
 done
 "$top/selftests/pingpong.sh" "perftest ib_send_lat (RC, 128 B inline)" \
-	ib_send_lat -s 64 -I 128 -n 1000 -F
+	ib_send_lat -s 64 -I 128 -n 200 -F
 "$top/selftests/pingpong.sh" "perftest ib_send_bw (UD, 64 B inline)" \
-	ib_send_bw -c UD -s 64 -I 64 -n 1000 -F
+	ib_send_bw -c UD -s 64 -I 64 -n 200 -F
 took "perftest"
 
 check "rmmod rsoft" rmmod rsoft

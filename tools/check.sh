@@ -60,7 +60,7 @@ say "host tests of the CQ ring (cargo test: model and loom)"
 	RUSTFLAGS="--cfg loom" cargo test --quiet --release --test loom 2>&1) | tee -a "$log"
 
 say "running the guest test suite (debug kernel under QEMU)"
-if ! tools/vm.sh -k "$kdir" -n -t 4200 -- selftests/run-guest.sh | tee -a "$log"; then
+if ! tools/vm.sh -k "$kdir" -n -t 4400 -- selftests/run-guest.sh | tee -a "$log"; then
 	tap "not ok" "guest test suite finished"
 fi
 
