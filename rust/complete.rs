@@ -56,12 +56,18 @@ impl After {
         self.kick = Some(qp);
     }
 
-    /// Delivers the events; returns the QP to run next, if any.
-    pub(crate) fn finish(self) -> Option<QpUse> {
-        for event in self.events.into_iter().flatten() {
-            event.deliver();
+    /// Delivers the events and returns the QP to run next, if any,
+    /// leaving `self` as new: one `After` serves every step of a run,
+    /// rather than an array zeroed and moved for each.
+    pub(crate) fn finish(&mut self) -> Option<QpUse> {
+        for slot in &mut self.events {
+            if let Some(event) = slot.take() {
+                event.deliver();
+            }
         }
-        self.kick
+        self.refusal = None;
+        self.dropped = false;
+        self.kick.take()
     }
 }
 

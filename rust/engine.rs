@@ -69,9 +69,9 @@ pub(crate) fn kick(net: &Net, qp: &QpUse, ctx: Ctx) {
             return;
         };
         let mut defer = false;
+        let mut after = After::default();
         while !defer && qp.pending.swap(false, Ordering::SeqCst) {
             loop {
-                let mut after = After::default();
                 let next = step(net, qp, ctx, &mut scratch, &mut after);
                 if let Some(other) = after.finish() {
                     other.run(ctx);
@@ -230,17 +230,17 @@ fn flush(net: &Net, qp: &QpUse, after: &mut After) -> bool {
 /// Completes one outstanding WQE of an errored QP with WR_FLUSH_ERR, sends
 /// first. Receives a sender has taken are completed by that sender first.
 fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
-    let (wqe, from) = {
+    let (wr_id, from) = {
         let mut inner = qp.inner.lock();
         if let Some(wqe) = inner.sq.pop() {
-            (wqe, Flushed::Send)
+            (wqe.wr_id, Flushed::Send)
         } else if let Some(recv) = inner.take_held_receive() {
             // The receive of a message whose last packet never came.
-            (recv.wqe, Flushed::Held)
+            (recv.wqe.wr_id, Flushed::Held)
         } else if qp.srq.is_none() && inner.rq_busy == 0 {
             // The receives of an SRQ belong to the SRQ, not to this QP.
             match inner.take_receive() {
-                Some(wqe) => (wqe, Flushed::Recv),
+                Some(wqe) => (wqe.wr_id, Flushed::Recv),
                 None => return false,
             }
         } else {
@@ -252,7 +252,7 @@ fn flush_one(net: &Net, qp: &QpUse, after: &mut After) -> bool {
         Flushed::Recv | Flushed::Held => (qp.recv_cq(), WcOpcode::Recv),
     };
     let wc = Wc {
-        wr_id: wqe.wr_id,
+        wr_id,
         qp: qp.id(),
         status: WcStatus::WrFlush,
         opcode,

@@ -8,7 +8,7 @@
 
 use super::{
     scratch::Buf,
-    wq::{SgeCopy, Wqe},
+    wq::{RecvWqe, SgeCopy},
 };
 use crate::ib::Remote;
 
@@ -29,7 +29,7 @@ pub(crate) enum Target {
 
 /// A receive WQE a message took from its queue, with its SGEs.
 pub(crate) struct Taken {
-    pub(crate) wqe: Wqe,
+    pub(crate) wqe: RecvWqe,
     /// Its SGEs: the first `n`.
     pub(crate) sges: Buf<SgeCopy>,
     pub(crate) n: usize,

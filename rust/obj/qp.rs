@@ -31,7 +31,7 @@ use crate::{
     retry::{Expiry, Retries},
     scratch::Scratch,
     srq::SrqShared,
-    wq::{SgeCopy, WorkQueue, Wqe},
+    wq::{RecvWqe, SgeCopy, WorkQueue, Wqe},
 };
 use core::{any::Any, ops::Deref, sync::atomic::AtomicBool};
 use kernel::{
@@ -77,9 +77,9 @@ pub(crate) struct Qp {
 pub(crate) struct QpInner {
     pub(crate) state: QpState,
     pub(crate) attr: QpQuery,
-    pub(crate) sq: WorkQueue,
+    pub(crate) sq: WorkQueue<Wqe>,
     /// Unused when the QP takes its receives from an SRQ.
-    pub(crate) rq: WorkQueue,
+    pub(crate) rq: WorkQueue<RecvWqe>,
     /// Receives taken off `rq` or the SRQ by a sender and completed with no
     /// lock held, not completed yet: neither a flush nor the Last WQE
     /// Reached event may overtake them.
@@ -425,7 +425,7 @@ impl QpInner {
     }
 
     /// The oldest receive of the QP's own (not an SRQ's), and its SGEs.
-    pub(crate) fn receive_front(&self) -> Option<(&Wqe, &[SgeCopy])> {
+    pub(crate) fn receive_front(&self) -> Option<(&RecvWqe, &[SgeCopy])> {
         match &self.kept {
             Some(kept) => Some((&kept.wqe, kept.sges())),
             None => self.rq.front(),
@@ -433,7 +433,7 @@ impl QpInner {
     }
 
     /// Takes the oldest receive of the QP's own.
-    pub(crate) fn take_receive(&mut self) -> Option<Wqe> {
+    pub(crate) fn take_receive(&mut self) -> Option<RecvWqe> {
         match self.kept.take() {
             Some(kept) => Some(kept.wqe),
             None => self.rq.pop(),

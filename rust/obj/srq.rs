@@ -6,7 +6,7 @@
 use crate::{
     ib::{IrqSpinLock, PdId, SrqAttr, SrqNotifier},
     new_irq_spinlock,
-    wq::{WorkQueue, Wqe},
+    wq::{RecvWqe, WorkQueue},
 };
 use kernel::{prelude::*, sync::Arc};
 
@@ -17,7 +17,7 @@ pub(crate) struct Srq {
 
 /// What changes under the SRQ's lock.
 pub(crate) struct SrqInner {
-    pub(crate) rq: WorkQueue,
+    pub(crate) rq: WorkQueue<RecvWqe>,
     /// Armed limit; 0 when disarmed.
     limit: u32,
     /// A sender found the SRQ empty and waits (RNR) for a post.
@@ -74,7 +74,7 @@ impl SrqShared {
 
     /// Takes the oldest receive (the SRQ's lock is `inner`); raises the
     /// limit event when it leaves too few.
-    pub(crate) fn pop(&self, inner: &mut SrqInner) -> Option<Wqe> {
+    pub(crate) fn pop(&self, inner: &mut SrqInner) -> Option<RecvWqe> {
         let wqe = inner.rq.pop()?;
         if inner.limit != 0 && inner.rq.len() < inner.limit {
             inner.limit = 0;

@@ -63,7 +63,7 @@ impl GrantedSge {
     }
 }
 
-/// A queued work request.
+/// A queued send work request.
 #[derive(Clone, Copy)]
 pub(crate) struct Wqe {
     pub(crate) wr_id: u64,
@@ -96,7 +96,26 @@ impl Wqe {
             SendOp::Local(LocalOp::Invalidate(_)) => WcOpcode::LocalInv,
         }
     }
+}
 
+/// A queued receive work request: all a receive has besides its SGEs. It
+/// is small, as it is taken, moved and completed once per message.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RecvWqe {
+    pub(crate) wr_id: u64,
+    pub(crate) num_sge: usize,
+}
+
+/// What a work queue holds: a WQE whose SGEs the queue keeps beside it.
+pub(crate) trait Entry: Copy {
+    /// What an unused slot holds.
+    const EMPTY: Self;
+
+    /// How many of the slot's SGEs it uses.
+    fn num_sge(&self) -> usize;
+}
+
+impl Entry for Wqe {
     const EMPTY: Self = Self {
         wr_id: 0,
         op: SendOp::Send,
@@ -109,13 +128,28 @@ impl Wqe {
         datagram: None,
         inline: None,
     };
+
+    fn num_sge(&self) -> usize {
+        self.num_sge
+    }
+}
+
+impl Entry for RecvWqe {
+    const EMPTY: Self = Self {
+        wr_id: 0,
+        num_sge: 0,
+    };
+
+    fn num_sge(&self) -> usize {
+        self.num_sge
+    }
 }
 
 /// A FIFO of work requests with room for `max_sge` SGEs and `max_inline`
 /// bytes of inline data each, allocated at QP creation so that posting
 /// never allocates.
-pub(crate) struct WorkQueue {
-    wqes: KVVec<Wqe>,
+pub(crate) struct WorkQueue<W> {
+    wqes: KVVec<W>,
     sges: KVVec<SgeCopy>,
     inline: KVVec<u8>,
     max_sge: usize,
@@ -124,34 +158,61 @@ pub(crate) struct WorkQueue {
     len: usize,
 }
 
-impl WorkQueue {
+impl WorkQueue<RecvWqe> {
     /// Queues receive WRs, up to the first bad one.
     pub(crate) fn push_receives(&mut self, wrs: &mut RecvWrs<'_>) -> Result {
         for wr in wrs {
             let wr = wr?;
-            let wqe = Wqe {
+            let wqe = RecvWqe {
                 wr_id: wr.wr_id,
-                op: SendOp::Send,
-                signaled: true,
-                solicited: false,
-                fence: false,
-                imm: None,
-                invalidate: None,
                 num_sge: wr.sges.len(),
-                datagram: None,
-                inline: None,
             };
-            self.push(wqe, wr.sges.iter().map(SgeCopy::from), None)?;
+            let slot = self.place(&wqe, wr.sges.iter().map(SgeCopy::from))?;
+            self.commit(slot, wqe);
         }
         Ok(())
     }
+}
 
+impl WorkQueue<Wqe> {
+    /// Appends a send WQE with its SGEs and, for an inline send, its data;
+    /// ENOMEM when full, EINVAL for too many SGEs or too much data.
+    pub(crate) fn push(
+        &mut self,
+        mut wqe: Wqe,
+        sges: impl Iterator<Item = SgeCopy>,
+        inline: Option<&[u8]>,
+    ) -> Result {
+        if inline.is_some_and(|d| d.len() > self.max_inline) {
+            return Err(EINVAL);
+        }
+        let slot = self.place(&wqe, sges)?;
+        wqe.inline = None;
+        if let Some(data) = inline {
+            let base = slot * self.max_inline;
+            self.inline[base..base + data.len()].copy_from_slice(data);
+            // At most `max_inline`, which came from a u32.
+            wqe.inline = Some(data.len() as u32);
+        }
+        self.commit(slot, wqe);
+        Ok(())
+    }
+
+    /// The inline data of WQE `i`, if it is an inline send.
+    pub(crate) fn inline_of(&self, i: usize) -> Option<&[u8]> {
+        let (wqe, _) = self.get(i)?;
+        let base = self.index(i) * self.max_inline;
+        self.inline.get(base..base + wqe.inline? as usize)
+    }
+}
+
+impl<W: Entry> WorkQueue<W> {
     pub(crate) fn new(depth: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
         let (depth, max_sge, max_inline) = (depth as usize, max_sge as usize, max_inline as usize);
         let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
         let inline = depth.checked_mul(max_inline).ok_or(EINVAL)?;
         Ok(Self {
-            wqes: KVVec::from_elem(Wqe::EMPTY, depth, GFP_KERNEL)?,
+            wqes: KVVec::from_elem(W::EMPTY, depth, GFP_KERNEL)?,
             sges: KVVec::from_elem(SgeCopy::default(), slots, GFP_KERNEL)?,
             inline: KVVec::from_elem(0, inline, GFP_KERNEL)?,
             max_sge,
@@ -178,15 +239,10 @@ impl WorkQueue {
         (self.head + i) % self.wqes.len()
     }
 
-    /// Appends a WQE with its SGEs and, for an inline send, its data;
-    /// ENOMEM when full, EINVAL for too many SGEs or too much data.
-    pub(crate) fn push(
-        &mut self,
-        mut wqe: Wqe,
-        sges: impl Iterator<Item = SgeCopy>,
-        inline: Option<&[u8]>,
-    ) -> Result {
-        if wqe.num_sge > self.max_sge || inline.is_some_and(|d| d.len() > self.max_inline) {
+    /// Copies the SGEs of `wqe` into the next free slot and returns the
+    /// slot; ENOMEM when full, EINVAL for too many SGEs.
+    fn place(&mut self, wqe: &W, sges: impl Iterator<Item = SgeCopy>) -> Result<usize> {
+        if wqe.num_sge() > self.max_sge {
             return Err(EINVAL);
         }
         if self.len == self.wqes.len() {
@@ -194,45 +250,35 @@ impl WorkQueue {
         }
         let slot = self.index(self.len);
         let base = slot * self.max_sge;
-        for (dst, src) in self.sges[base..base + wqe.num_sge].iter_mut().zip(sges) {
+        for (dst, src) in self.sges[base..base + wqe.num_sge()].iter_mut().zip(sges) {
             *dst = src;
         }
-        wqe.inline = None;
-        if let Some(data) = inline {
-            let base = slot * self.max_inline;
-            self.inline[base..base + data.len()].copy_from_slice(data);
-            // At most `max_inline`, which came from a u32.
-            wqe.inline = Some(data.len() as u32);
-        }
+        Ok(slot)
+    }
+
+    /// Puts `wqe` in `slot`, the one [`Self::place`] returned: it is queued.
+    fn commit(&mut self, slot: usize, wqe: W) {
         self.wqes[slot] = wqe;
         self.len += 1;
-        Ok(())
     }
 
     /// The oldest WQE and its SGEs.
-    pub(crate) fn front(&self) -> Option<(&Wqe, &[SgeCopy])> {
+    pub(crate) fn front(&self) -> Option<(&W, &[SgeCopy])> {
         self.get(0)
     }
 
     /// The WQE `i` places after the oldest, and its SGEs.
-    pub(crate) fn get(&self, i: usize) -> Option<(&Wqe, &[SgeCopy])> {
+    pub(crate) fn get(&self, i: usize) -> Option<(&W, &[SgeCopy])> {
         if i >= self.len {
             return None;
         }
         let slot = self.index(i);
         let wqe = &self.wqes[slot];
         let base = slot * self.max_sge;
-        Some((wqe, &self.sges[base..base + wqe.num_sge]))
+        Some((wqe, &self.sges[base..base + wqe.num_sge()]))
     }
 
-    /// The inline data of WQE `i`, if it is an inline send.
-    pub(crate) fn inline_of(&self, i: usize) -> Option<&[u8]> {
-        let (wqe, _) = self.get(i)?;
-        let base = self.index(i) * self.max_inline;
-        self.inline.get(base..base + wqe.inline? as usize)
-    }
-
-    pub(crate) fn pop(&mut self) -> Option<Wqe> {
+    pub(crate) fn pop(&mut self) -> Option<W> {
         if self.len == 0 {
             return None;
         }

@@ -189,36 +189,35 @@ impl Request<'_> {
         Packets { mtu, sent, psns }
     }
 
-    /// The request as sent again from `resume` PSNs after its first: a
-    /// READ whose requester placed that many of its response packets
-    /// asks for the rest, from the PSN and the place in memory where they
-    /// stop, or for the `ask` PSNs of it that are missing before packets
-    /// placed further on (a responder answers a READ asked for again
-    /// from the PSN, address and length it names; rxe takes any part of
-    /// the original). A SEND or WRITE goes on from that packet, which
-    /// its responder NAKed as the one it expects.
-    pub(crate) fn resumed(self, resume: u32, ask: Option<u32>) -> Self {
+    /// Makes it the request as sent again from `resume` PSNs after its
+    /// first: a READ whose requester placed that many of its response
+    /// packets asks for the rest, from the PSN and the place in memory
+    /// where they stop, or for the `ask` PSNs of it that are missing
+    /// before packets placed further on (a responder answers a READ asked
+    /// for again from the PSN, address and length it names; rxe takes any
+    /// part of the original). A SEND or WRITE goes on from that packet,
+    /// which its responder NAKed as the one it expects. Changed in place:
+    /// a request is large, and a message sent once is not resumed at all.
+    pub(crate) fn resume(&mut self, resume: u32, ask: Option<u32>) {
+        if resume == 0 && ask.is_none() {
+            return;
+        }
         let Packets { mtu, sent, .. } = self.packets();
         let SendOp::RdmaRead(remote) = self.op else {
-            return Self {
-                resend_from: if resume < sent { resume } else { 0 },
-                ..self
-            };
+            self.resend_from = if resume < sent { resume } else { 0 };
+            return;
         };
         let skip = resume.saturating_mul(mtu);
         if skip >= self.len {
-            return self;
+            return;
         }
         let rest = self.len - skip;
-        Self {
-            psn: self.psn.add(resume),
-            op: SendOp::RdmaRead(Remote {
-                addr: remote.addr.wrapping_add(skip.into()),
-                ..remote
-            }),
-            len: ask.map_or(rest, |psns| rest.min(psns.saturating_mul(mtu))),
-            ..self
-        }
+        self.psn = self.psn.add(resume);
+        self.op = SendOp::RdmaRead(Remote {
+            addr: remote.addr.wrapping_add(skip.into()),
+            ..remote
+        });
+        self.len = ask.map_or(rest, |psns| rest.min(psns.saturating_mul(mtu)));
     }
 }
 

@@ -121,7 +121,7 @@ pub(crate) fn send(
             found.as_ref().map_or(Dest::Address(&to), Dest::Peer)
         }
     };
-    let req = Request {
+    let mut req = Request {
         psn: head.psn,
         opcode,
         bth,
@@ -145,7 +145,7 @@ pub(crate) fn send(
         piece: Piece::WHOLE,
         resend_from: 0,
         send_to: u32::MAX,
-        twice: false,
+        twice: opcode == Opcode::Read && head.ask == Some(1),
         data: head.data,
     };
     // A connected QP's request for a port that it does not keep may go
@@ -160,12 +160,10 @@ pub(crate) fn send(
         }
         _ => None,
     };
-    let send_to = flight.as_ref().map_or(u32::MAX, |f| f.until);
-    let req = Request {
-        send_to,
-        twice: opcode == Opcode::Read && head.ask == Some(1),
-        ..req.resumed(head.resume, head.ask)
-    };
+    if let Some(flight) = &flight {
+        req.send_to = flight.until;
+    }
+    req.resume(head.resume, head.ask);
     let carried = wire.carry(net, target, &req, room, pace, after);
     match (flight, &carried) {
         (Some(flight), Carried::Sent { .. }) => flight.left(),

@@ -26,13 +26,13 @@ use crate::{
     psn::{Psn, Sequence},
     qp::{QpInner, QpShared, QpUse, Qpn},
     scratch::Buf,
-    wq::{GrantedSge, SgeCopy, Sges, Wqe},
+    wq::{GrantedSge, RecvWqe, SgeCopy, Sges},
 };
 use kernel::prelude::*;
 
 /// A receive WQE a request took, its SGEs in the caller's room.
 struct Recv<'r> {
-    wqe: Wqe,
+    wqe: RecvWqe,
     sges: &'r [SgeCopy],
 }
 
@@ -204,7 +204,7 @@ fn receive_at<'r, R>(
 /// The SGEs of `front`, the oldest receive of a queue, copied into `room`,
 /// when it is to be taken.
 fn front_into<'r>(
-    front: Option<(&Wqe, &[SgeCopy])>,
+    front: Option<(&RecvWqe, &[SgeCopy])>,
     room: &'r mut Buf<SgeCopy>,
     take: bool,
 ) -> Option<&'r [SgeCopy]> {
@@ -573,7 +573,7 @@ pub(super) fn lose_srq_receive(
     port: &Net,
     dest: &QpUse,
     d: &mut QpInner,
-    wqe: &Wqe,
+    wqe: &RecvWqe,
     after: &mut After,
 ) {
     let wc = failed_wc(dest, wqe, WcStatus::RemoteInvalidRequest);
@@ -699,7 +699,7 @@ fn recv_wc(dest: &QpShared, recv: &Recv<'_>, req: &Request<'_>, status: WcStatus
 
 /// The completion of `dest`'s receive `wqe` in error, with `status`: only
 /// its wr_id, status and QP mean anything.
-fn failed_wc(dest: &QpShared, wqe: &Wqe, status: WcStatus) -> Wc {
+fn failed_wc(dest: &QpShared, wqe: &RecvWqe, status: WcStatus) -> Wc {
     Wc {
         wr_id: wqe.wr_id,
         qp: dest.id(),

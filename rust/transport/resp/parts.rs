@@ -27,7 +27,7 @@ use crate::{
         packet::{Nak, Opcode, Request, Response},
         rules,
     },
-    wq::{SgeCopy, Sges, Wqe},
+    wq::{RecvWqe, SgeCopy, Sges},
 };
 
 /// Why a packet's data cannot be placed.
@@ -101,7 +101,7 @@ pub(super) fn begin(
     dest: &QpUse,
     d: &mut QpInner,
     req: &Request<'_>,
-    recv: Option<(Wqe, usize)>,
+    recv: Option<(RecvWqe, usize)>,
     room: &mut Buf<SgeCopy>,
     after: &mut After,
 ) -> Option<Response> {
@@ -257,7 +257,7 @@ fn finish(
     d: &mut QpInner,
     req: &Request<'_>,
     inbound: Inbound,
-    imm_recv: Option<(Wqe, &mut Buf<SgeCopy>, usize)>,
+    imm_recv: Option<(RecvWqe, &mut Buf<SgeCopy>, usize)>,
     after: &mut After,
 ) -> Option<Response> {
     let placed = place(port, dest, d, &inbound, req).and_then(|end| match inbound.target {
