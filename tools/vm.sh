@@ -3,7 +3,7 @@
 # Boot the guest kernel in QEMU with the host's root file system shared
 # read-only (9p), rsoft.ko loaded, and run one command there.
 #
-#   tools/vm.sh [-k KDIR] [-t SECONDS] [-n] [-m ARGS] [-o DIR]
+#   tools/vm.sh [-k KDIR] [-t SECONDS] [-n] [-m ARGS] [-o DIR] [-i]
 #               [-w listen|connect:PORT -s DIR] -- COMMAND [ARG...]
 #
 #   -k   kernel build directory (default: the cached debug kernel)
@@ -15,14 +15,18 @@
 #        socket network on 127.0.0.1:PORT, which the guest that listens
 #        shares with the one guest that connects (see tools/twohost.sh)
 #   -s   a host directory the guest may write, at /run/peer
+#   -i   count instructions: TCG on one thread with -icount shift=0, so that
+#        the guest's clock advances one nanosecond per instruction it runs
+#        (and by warps while it idles); a time measured in the guest is then
+#        an instruction count, the same on any host however busy
 #
 # COMMAND runs as root in the host's current directory, seen by the guest.
 # Its output is printed; its exit status is vm.sh's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir="" extra=()
-while getopts k:t:nm:o:w:s: opt; do
+kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir="" extra=() icount=0
+while getopts k:t:nm:o:w:s:i opt; do
 	case $opt in
 	k) kdir=$OPTARG ;;
 	t) timeout=$OPTARG ;;
@@ -36,6 +40,7 @@ while getopts k:t:nm:o:w:s: opt; do
 			-device "virtio-net-pci,netdev=wire,mac=$mac")
 		;;
 	s) extra+=(-virtfs "local,path=$OPTARG,mount_tag=rsoftpeer,security_model=none") ;;
+	i) icount=1 ;;
 	*) exit 2 ;;
 	esac
 done
@@ -89,6 +94,8 @@ fi
 if [[ -f $kvm_verdict && $(cat "$kvm_verdict") == kvm ]]; then
 	accel=(-accel kvm -cpu host)
 fi
+# (icount needs TCG's single thread, whatever the host offers)
+((icount)) && accel=(-accel tcg -icount shift=0 -cpu max)
 
 write_env "$@"
 qemu "$timeout" "${accel[@]}" </dev/null || true
