@@ -297,7 +297,12 @@ impl QpShared {
         let inner = QpInner {
             state: QpState::Reset,
             attr: QpQuery::default(),
-            sq: WorkQueue::new(cap.max_send_wr, cap.max_send_sge, cap.max_inline_data)?,
+            sq: WorkQueue::new_send(
+                cap.max_send_wr,
+                cap.max_send_sge,
+                cap.max_inline_data,
+                attr.qp_type.is_datagram(),
+            )?,
             rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge, 0)?,
             rq_busy: 0,
             sq_epoch: 0,

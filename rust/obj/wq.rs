@@ -76,8 +76,6 @@ pub(crate) struct Wqe {
     /// SEND_WITH_INV: the responder's key to invalidate.
     pub(crate) invalidate: Option<Key>,
     pub(crate) num_sge: usize,
-    /// UD: the destination, copied from the address handle when posted.
-    pub(crate) datagram: Option<Datagram>,
     /// The length of its inline data, kept in its queue (set by
     /// [`WorkQueue::push`]).
     pub(crate) inline: Option<u32>,
@@ -125,7 +123,6 @@ impl Entry for Wqe {
         imm: None,
         invalidate: None,
         num_sge: 0,
-        datagram: None,
         inline: None,
     };
 
@@ -152,6 +149,10 @@ pub(crate) struct WorkQueue<W> {
     wqes: KVVec<W>,
     sges: KVVec<SgeCopy>,
     inline: KVVec<u8>,
+    /// A datagram QP's send queue: each WQE's destination, copied from its
+    /// address handle when posted. Beside the WQEs, not in them: a WQE is
+    /// copied several times per message, and only UD has one.
+    datagrams: KVVec<Option<Datagram>>,
     max_sge: usize,
     max_inline: usize,
     head: usize,
@@ -175,18 +176,41 @@ impl WorkQueue<RecvWqe> {
 }
 
 impl WorkQueue<Wqe> {
-    /// Appends a send WQE with its SGEs and, for an inline send, its data;
-    /// ENOMEM when full, EINVAL for too many SGEs or too much data.
+    /// A send queue; that of a datagram QP (`datagrams`) keeps each WQE's
+    /// destination.
+    pub(crate) fn new_send(
+        depth: u32,
+        max_sge: u32,
+        max_inline: u32,
+        datagrams: bool,
+    ) -> Result<Self> {
+        let mut queue = Self::new(depth, max_sge, max_inline)?;
+        if datagrams {
+            queue.datagrams = KVVec::from_elem(None, depth as usize, GFP_KERNEL)?;
+        }
+        Ok(queue)
+    }
+
+    /// Appends a send WQE with its SGEs, its destination if it is a
+    /// datagram and, for an inline send, its data; ENOMEM when full,
+    /// EINVAL for too many SGEs or too much data.
     pub(crate) fn push(
         &mut self,
         mut wqe: Wqe,
         sges: impl Iterator<Item = SgeCopy>,
         inline: Option<&[u8]>,
+        datagram: Option<Datagram>,
     ) -> Result {
         if inline.is_some_and(|d| d.len() > self.max_inline) {
             return Err(EINVAL);
         }
         let slot = self.place(&wqe, sges)?;
+        match self.datagrams.get_mut(slot) {
+            Some(dst) => *dst = datagram,
+            // Only a datagram QP's sends name a destination.
+            None if datagram.is_some() => return Err(EINVAL),
+            None => {}
+        }
         wqe.inline = None;
         if let Some(data) = inline {
             let base = slot * self.max_inline;
@@ -196,6 +220,14 @@ impl WorkQueue<Wqe> {
         }
         self.commit(slot, wqe);
         Ok(())
+    }
+
+    /// The destination of WQE `i`, if it is a datagram.
+    pub(crate) fn datagram_of(&self, i: usize) -> Option<Datagram> {
+        if i >= self.len {
+            return None;
+        }
+        *self.datagrams.get(self.index(i))?
     }
 
     /// The inline data of WQE `i`, if it is an inline send.
@@ -215,6 +247,7 @@ impl<W: Entry> WorkQueue<W> {
             wqes: KVVec::from_elem(W::EMPTY, depth, GFP_KERNEL)?,
             sges: KVVec::from_elem(SgeCopy::default(), slots, GFP_KERNEL)?,
             inline: KVVec::from_elem(0, inline, GFP_KERNEL)?,
+            datagrams: KVVec::new(),
             max_sge,
             max_inline,
             head: 0,

@@ -7,7 +7,7 @@
 use super::packet::{Opcode, Response};
 use crate::{
     flight::{Answer, Event, Leg, Outcome},
-    ib::{Access, Address, PdId, QpState},
+    ib::{Access, Address, Datagram, PdId, QpState},
     mr::Grant,
     payload::Payload,
     psn::Psn,
@@ -22,6 +22,8 @@ use crate::{
 /// runner's [`Scratch`](crate::scratch::Scratch).
 pub(crate) struct Head<'s> {
     pub(super) wqe: Wqe,
+    /// A datagram's destination.
+    pub(super) datagram: Option<Datagram>,
     pub(super) data: Payload<'s>,
     /// Its place in the send queue, from the front: the window's entry.
     pub(super) index: usize,
@@ -94,6 +96,7 @@ impl<'s> Head<'s> {
         let a = &inner.attr;
         Some(Self {
             wqe: *wqe,
+            datagram: inner.sq.datagram_of(index),
             data,
             index,
             epoch: inner.sq_epoch,

@@ -97,7 +97,7 @@ pub(crate) fn send(
         Ok(len) if len <= max => len,
         _ => return fail(WcStatus::LocalLength, after),
     };
-    let (to, dest, datagram) = match head.wqe.datagram {
+    let (to, dest, datagram) = match head.datagram {
         Some(d) => {
             let qkey = if d.remote_qkey & QKEY_FROM_QP != 0 {
                 head.qkey

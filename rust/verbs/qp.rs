@@ -115,12 +115,10 @@ impl ib::QpOps for Qp {
                     imm: wr.imm,
                     invalidate: wr.invalidate,
                     num_sge: wr.sges.len(),
-                    datagram: wr.datagram,
                     inline: None,
                 };
-                inner
-                    .sq
-                    .push(wqe, wr.sges.iter().map(SgeCopy::from), inline)?;
+                let sges = wr.sges.iter().map(SgeCopy::from);
+                inner.sq.push(wqe, sges, inline, wr.datagram)?;
             }
             Ok(())
         })();
