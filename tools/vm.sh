@@ -15,17 +15,17 @@
 #        socket network on 127.0.0.1:PORT, which the guest that listens
 #        shares with the one guest that connects (see tools/twohost.sh)
 #   -s   a host directory the guest may write, at /run/peer
-#   -i   count instructions: TCG on one thread with -icount shift=0, so that
-#        the guest's clock advances one nanosecond per instruction it runs
-#        (and by warps while it idles); a time measured in the guest is then
-#        an instruction count, the same on any host however busy
+#   -i   count instructions: one vCPU under TCG with -icount shift=0, so
+#        that the guest's clock advances one nanosecond per instruction it
+#        runs (and by warps while it idles); a time measured in the guest is
+#        then an instruction count, the same on any host however busy
 #
 # COMMAND runs as root in the host's current directory, seen by the guest.
 # Its output is printed; its exit status is vm.sh's.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir="" extra=() icount=0
+kdir=${KDIR:-} timeout=600 load=1 modargs="devices=1" outdir="" extra=() icount=0 cpus=2
 while getopts k:t:nm:o:w:s:i opt; do
 	case $opt in
 	k) kdir=$OPTARG ;;
@@ -73,14 +73,14 @@ kvm_verdict=$RSOFT_CACHE/kvm-$(uname -r)
 # library load goes to the host, and a process took seconds to start.
 qemu() {
 	timeout --foreground -k 5 "$1" qemu-system-x86_64 "${@:2}" \
-		-smp 2 -m 2G -display none -monitor none -serial stdio -no-reboot \
+		-smp "$cpus" -m 2G -display none -monitor none -serial stdio -no-reboot \
 		-kernel "$kdir/arch/x86/boot/bzImage" \
 		-append "root=hostroot rootfstype=9p rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose ro init=$RSOFT_TOP/tools/guest-init.sh console=ttyS0 loglevel=4 panic=-1 oops=panic acpi=noirq rcupdate.rcu_cpu_stall_suppress_at_boot=1" \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs local,path="$share",mount_tag=rsoftshare,security_model=none \
 		-nic user,model=virtio-net-pci "${extra[@]}"
 }
-if [[ -w /dev/kvm && ! -f $kvm_verdict ]]; then
+if [[ -w /dev/kvm && ! -f $kvm_verdict ]] && ((!icount)); then
 	say "probing KVM"
 	write_env true
 	if qemu 60 -accel kvm -cpu host </dev/null >"$share/probe.log" 2>&1 &&
@@ -94,8 +94,12 @@ fi
 if [[ -f $kvm_verdict && $(cat "$kvm_verdict") == kvm ]]; then
 	accel=(-accel kvm -cpu host)
 fi
-# (icount needs TCG's single thread, whatever the host offers)
-((icount)) && accel=(-accel tcg -icount shift=0 -cpu max)
+# icount needs TCG's single thread, whatever the host offers; one vCPU, so
+# that the count is of the CPU that runs what is timed alone.
+if ((icount)); then
+	accel=(-accel tcg -icount shift=0 -cpu max)
+	cpus=1
+fi
 
 write_env "$@"
 qemu "$timeout" "${accel[@]}" </dev/null || true

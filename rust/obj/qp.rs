@@ -303,7 +303,7 @@ impl QpShared {
                 cap.max_inline_data,
                 attr.qp_type.is_datagram(),
             )?,
-            rq: WorkQueue::new(cap.max_recv_wr, cap.max_recv_sge, 0)?,
+            rq: WorkQueue::new_recv(cap.max_recv_wr, cap.max_recv_sge)?,
             rq_busy: 0,
             sq_epoch: 0,
             retries: Retries::default(),

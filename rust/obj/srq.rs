@@ -37,7 +37,7 @@ pub(crate) struct SrqShared {
 impl SrqShared {
     pub(crate) fn new(pd: PdId, attr: &SrqAttr, notifier: SrqNotifier) -> Result<Arc<Self>> {
         let inner = SrqInner {
-            rq: WorkQueue::new(attr.max_wr, attr.max_sge, 0)?,
+            rq: WorkQueue::new_recv(attr.max_wr, attr.max_sge)?,
             limit: 0,
             waited_on: false,
         };

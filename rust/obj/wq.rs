@@ -98,7 +98,7 @@ impl Wqe {
 
 /// A queued receive work request: all a receive has besides its SGEs. It
 /// is small, as it is taken, moved and completed once per message.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub(crate) struct RecvWqe {
     pub(crate) wr_id: u64,
     pub(crate) num_sge: usize,
@@ -151,7 +151,8 @@ pub(crate) struct WorkQueue<W> {
     inline: KVVec<u8>,
     /// A datagram QP's send queue: each WQE's destination, copied from its
     /// address handle when posted. Beside the WQEs, not in them: a WQE is
-    /// copied several times per message, and only UD has one.
+    /// copied several times per message, and only a datagram QP's (UD,
+    /// GSI) has one.
     datagrams: KVVec<Option<Datagram>>,
     max_sge: usize,
     max_inline: usize,
@@ -160,6 +161,11 @@ pub(crate) struct WorkQueue<W> {
 }
 
 impl WorkQueue<RecvWqe> {
+    /// A receive queue, of a QP or an SRQ.
+    pub(crate) fn new_recv(depth: u32, max_sge: u32) -> Result<Self> {
+        Self::new(depth, max_sge, 0)
+    }
+
     /// Queues receive WRs, up to the first bad one.
     pub(crate) fn push_receives(&mut self, wrs: &mut RecvWrs<'_>) -> Result {
         for wr in wrs {
@@ -193,7 +199,8 @@ impl WorkQueue<Wqe> {
 
     /// Appends a send WQE with its SGEs, its destination if it is a
     /// datagram and, for an inline send, its data; ENOMEM when full,
-    /// EINVAL for too many SGEs or too much data.
+    /// EINVAL for too many SGEs or too much data, or a destination on a
+    /// queue that keeps none.
     pub(crate) fn push(
         &mut self,
         mut wqe: Wqe,
@@ -201,15 +208,14 @@ impl WorkQueue<Wqe> {
         inline: Option<&[u8]>,
         datagram: Option<Datagram>,
     ) -> Result {
-        if inline.is_some_and(|d| d.len() > self.max_inline) {
+        let too_long = inline.is_some_and(|d| d.len() > self.max_inline);
+        // Only a datagram QP's sends name a destination.
+        if too_long || (datagram.is_some() && self.datagrams.is_empty()) {
             return Err(EINVAL);
         }
         let slot = self.place(&wqe, sges)?;
-        match self.datagrams.get_mut(slot) {
-            Some(dst) => *dst = datagram,
-            // Only a datagram QP's sends name a destination.
-            None if datagram.is_some() => return Err(EINVAL),
-            None => {}
+        if let Some(dst) = self.datagrams.get_mut(slot) {
+            *dst = datagram;
         }
         wqe.inline = None;
         if let Some(data) = inline {
@@ -239,7 +245,7 @@ impl WorkQueue<Wqe> {
 }
 
 impl<W: Entry> WorkQueue<W> {
-    pub(crate) fn new(depth: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
+    fn new(depth: u32, max_sge: u32, max_inline: u32) -> Result<Self> {
         let (depth, max_sge, max_inline) = (depth as usize, max_sge as usize, max_inline as usize);
         let slots = depth.checked_mul(max_sge).ok_or(EINVAL)?;
         let inline = depth.checked_mul(max_inline).ok_or(EINVAL)?;

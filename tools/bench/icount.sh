@@ -16,5 +16,10 @@ if ! insmod "$here/kmod/rsoft_pollcq.ko"; then
 	exit 1
 fi
 rmmod rsoft_pollcq
-dmesg | tail -n +$((seen + 1)) |
-	sed -n 's/.*rsoft_pollcq: bench \(post_send_per_wr\|poll_cq_[a-z0-9_]*\) \([0-9.]*\) ns$/bench: icount \1 \2 insns/p'
+figures=$(dmesg | tail -n +$((seen + 1)) |
+	sed -n 's/.*rsoft_pollcq: bench \(post_send_per_wr\|poll_cq_[a-z0-9_]*\) \([0-9.]*\) ns$/bench: icount \1 \2 insns/p')
+if [[ -z $figures ]]; then
+	echo "# rsoft_pollcq printed no figure"
+	exit 1
+fi
+echo "$figures"

@@ -284,7 +284,8 @@ def write_csv(path, figs):
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
         # The perftest rows, then the machine's and the kernel-side figures
-        # (source "machine" or "kernel", their figure under "value").
+        # (source "machine", "kernel" or "icount", their figure under
+        # "value").
         w.writerow(["test", "unit", "rsoft", "rxe", "siw", "rsoft_over_rxe",
                     "rsoft_over_siw", "limit", "limit_value",
                     "rsoft_over_limit", "targets", "source", "value"])
