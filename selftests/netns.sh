@@ -197,7 +197,7 @@ for change in "ip link set v0 mtu 1000" "ip link set v0 mtu 1500" \
 	"in_ns ip link set v1 down" "in_ns ip link set v1 up" \
 	"ip addr del $ip0/24 dev v0" "ip addr add $ip0/24 dev v0"; do
 	check "... under it: $change" $change
-	sleep 1
+	nap 1
 done
 wait $c $s
 echo "# the stream's client: $(grep -E '^ *65536|error|failed' "$work/client" | head -2 | tr '\n' ' ')"

@@ -58,7 +58,6 @@ target_up() {
 # target_holds IMG DIR: the target's file IMG holds what the host wrote,
 # which DIR has (host_io's files a and b).
 target_holds() {
-	# (files, not <(...): the guest has no /dev/fd)
 	dd if="$1" of="$work/a.img" bs=1M skip=4 count=8 status=none
 	dd if="$1" of="$work/b.img" iflag=skip_bytes,count_bytes skip=$off count=$blen status=none
 	run "the target's file holds the O_DIRECT data" cmp "$2/a" "$work/a.img"

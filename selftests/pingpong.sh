@@ -5,24 +5,22 @@
 # line.
 name=$1 tool=$2
 shift 2
+. "$(dirname "$0")/tap.sh"
 # Below the kernel's ephemeral ports (32768 on): a port that a client
 # socket of an earlier run left in TIME_WAIT refuses the listen.
 port=$((20000 + RANDOM % 12000))
-dir=$(mktemp -d)
+# (Fixed names, overwritten each run: a process costs the debug TCG guest
+# half a second, mktemp and rm included.)
+dir=/tmp/rsoft-pingpong
+[[ -d $dir ]] || mkdir "$dir"
 
 # The client does not retry: wait until the server listens on the port.
-listening() {
-	local hex
-	hex=$(printf ':%04X ' "$port")
-	grep -q "$hex.* 0A " /proc/net/tcp
-}
-
 timeout 900 "$tool" -d rsoft0 -p "$port" "$@" >"$dir/server" 2>&1 &
 server=$!
-for _ in $(seq 600); do
-	listening && break
+for _ in {1..600}; do
+	tcp_listening "$port" && break
 	kill -0 $server 2>/dev/null || break
-	sleep 0.1
+	nap 0.1
 done
 timeout 900 "$tool" -d rsoft0 -p "$port" "$@" localhost >"$dir/client" 2>&1
 client_rc=$?
@@ -51,4 +49,3 @@ else
 	sed 's/^/# client: /' "$dir/client"
 	sed 's/^/# server: /' "$dir/server"
 fi
-rm -rf "$dir"

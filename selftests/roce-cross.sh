@@ -22,7 +22,7 @@ rdma link add rsoft_x0 type rsoft netdev eth0 &&
 v1() { [[ $(cat "/sys/class/infiniband/$1/ports/1/gid_attrs/types/0" 2>/dev/null) == "IB/RoCE v1" ]]; }
 for _ in $(seq 50); do
 	v1 rsoft_x0 && v1 rsoft_x1 && break
-	sleep 0.2
+	nap 0.2
 done
 
 # cross NAME TOOL ARGS...: the server on rsoft_x0, the client on rsoft_x1.
@@ -31,9 +31,9 @@ cross() {
 	shift
 	timeout -k 5 $T "$@" -d rsoft_x0 -g 0 -p $port >"$work/server" 2>&1 &
 	local srv=$!
-	for _ in $(seq 100); do
-		grep -q "$(printf ':%04X .* 0A ' $port)" /proc/net/tcp /proc/net/tcp6 && break
-		sleep 0.1
+	for _ in {1..100}; do
+		tcp_listening $port && break
+		nap 0.1
 	done
 	if timeout -k 5 $T "$@" -d rsoft_x1 -g 0 -p $port localhost >"$work/client" 2>&1 &&
 		wait $srv && grep -q 'iters in' "$work/server"; then

@@ -25,6 +25,11 @@ expect() {
 		sed 's/^/# /' <<<"$out"
 	fi
 }
+# nap SECONDS: a sleep that starts no process (a process costs the debug
+# TCG guest half a second, a polling loop's sleep included): read waits
+# that long on a pipe whose writer this shell holds itself.
+exec {nap_fd}<> <(:)
+nap() { read -r -t "$1" -u "$nap_fd" || :; }
 # until_ok SECONDS COMMAND...: runs the command every 0.2 s until it
 # succeeds; fails once SECONDS have passed.
 until_ok() {
@@ -32,6 +37,17 @@ until_ok() {
 	shift
 	until "$@"; do
 		((SECONDS < end)) || return 1
-		sleep 0.2
+		nap 0.2
 	done
+}
+# tcp_listening PORT: a TCP socket of this namespace listens on PORT.
+tcp_listening() { # (read by the shell itself: no process per look)
+	local hex line f
+	printf -v hex ':%04X ' "$1"
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		while read -r line; do
+			[[ $line == *"$hex"*" 0A "* ]] && return 0
+		done <"$f"
+	done
+	return 1
 }

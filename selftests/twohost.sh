@@ -47,8 +47,9 @@ link_down() {
 	[[ $1 == rxe ]] && run "modprobe -r rdma_rxe" modprobe -r rdma_rxe
 }
 
+echo "# time: up: $SECONDS s"
 for i in "${!rounds[@]}"; do
-	t=${rounds[i]%:*} h=${rounds[i]#*:}
+	t=${rounds[i]%:*} h=${rounds[i]#*:} t0=$SECONDS
 	TAP_PREFIX="two hosts, $t target, $h host: $role: "
 	if [[ $role == target ]]; then
 		if link_up "$t" && target_up 10.9.6.2 "$work/ns1.img"; then
@@ -83,6 +84,7 @@ for i in "${!rounds[@]}"; do
 		# The target's link goes before the next round's comes.
 		until_ok 600 test -e "$peer/down-$i"
 	fi
+	echo "# time: $t target, $h host: $((SECONDS - t0)) s"
 done
 rm -rf "$work"
 "$here/kernel-log.sh" | sed "s/^\(ok\|not ok\) - /\1 - two hosts: $role: /"
