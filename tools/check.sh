@@ -77,6 +77,9 @@ cargo_sum() { { sed -n "s/^test result: .* \([0-9]*\) $1.*/\1/p" "$log"; echo 0;
 passed=$(($(grep -E '^ok ' "$log" | grep -cv '# SKIP') + $(cargo_sum passed)))
 skipped=$(grep -E '^ok ' "$log" | grep -c '# SKIP')
 failed=$(($(grep -cE '^not ok ' "$log") + $(cargo_sum failed)))
+# The failures again at the end, where the tail of a CI log shows them
+# (as comments: TAP counts each test once).
+grep -E '^not ok ' "$log" | head -20 | sed 's/^/# failed: /' || :
 say "check took $((SECONDS - start)) s"
 if ((skipped)); then
 	echo "$passed passed, $failed failed, $skipped skipped"
