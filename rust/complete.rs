@@ -26,7 +26,10 @@ const EVENTS: usize = 8;
 /// flush waited for the receive it completed).
 #[derive(Default)]
 pub(crate) struct After {
+    /// The first `raised` are taken; a step mostly raises none, and
+    /// looks at none then.
     events: [Option<CqEvent>; EVENTS],
+    raised: usize,
     kick: Option<QpUse>,
     /// The responder did not take the request: it is to be retried.
     pub(crate) refusal: Option<Refusal>,
@@ -43,11 +46,13 @@ impl After {
         let Some(event) = event else {
             return;
         };
-        if self.events.iter().flatten().any(|e| e.same_as(&event)) {
+        let mut raised = self.events.iter().take(self.raised).flatten();
+        if raised.any(|e| e.same_as(&event)) {
             return;
         }
-        if let Some(slot) = self.events.iter_mut().find(|e| e.is_none()) {
+        if let Some(slot) = self.events.get_mut(self.raised) {
             *slot = Some(event);
+            self.raised += 1;
         }
     }
 
@@ -60,11 +65,12 @@ impl After {
     /// leaving `self` as new: one `After` serves every step of a run,
     /// rather than an array zeroed and moved for each.
     pub(crate) fn finish(&mut self) -> Option<QpUse> {
-        for slot in &mut self.events {
+        for slot in self.events.iter_mut().take(self.raised) {
             if let Some(event) = slot.take() {
                 event.deliver();
             }
         }
+        self.raised = 0;
         self.refusal = None;
         self.dropped = false;
         self.kick.take()

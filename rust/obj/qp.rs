@@ -510,7 +510,7 @@ impl QpInner {
         if let Some(next) = m.state {
             if next == QpState::Reset {
                 // RESET discards all work without completions.
-                while self.sq.pop().is_some() {}
+                while self.sq.drop_front() {}
                 while self.rq.pop().is_some() {}
                 self.kept = None;
                 self.sq_epoch = self.sq_epoch.wrapping_add(1);

@@ -322,8 +322,18 @@ impl<W: Entry> WorkQueue<W> {
             return None;
         }
         let wqe = self.wqes[self.head];
+        self.drop_front();
+        Some(wqe)
+    }
+
+    /// Drops the oldest WQE, if any, without copying it out: its copy is
+    /// the caller's already. Returns whether there was one.
+    pub(crate) fn drop_front(&mut self) -> bool {
+        if self.len == 0 {
+            return false;
+        }
         self.head = self.index(1);
         self.len -= 1;
-        Some(wqe)
+        true
     }
 }

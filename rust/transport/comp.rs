@@ -369,16 +369,17 @@ pub(crate) fn finish(
                 _ if head.psn().is_some() => inner.req_psn = inner.req_psn.next(),
                 _ => {}
             }
-            inner.sq.pop()
+            // Completed from the head's copy, which is the front's.
+            inner.sq.drop_front()
         } else {
-            None
+            false
         };
         // A QP whose last request failed goes to ERR instead.
         let drained = status == WcStatus::Success && inner.take_drained();
         (popped, !inner.sq.is_empty(), drained)
     };
     // An error leaves the QP to flush.
-    let errored = popped.is_some_and(|wqe| complete_wqe(net, qp, wqe, status, len, after));
+    let errored = popped && complete_wqe(net, qp, &head.wqe, status, len, after);
     // Once the last completion is on the CQ.
     if drained {
         qp.sq_drained();
@@ -391,7 +392,7 @@ pub(crate) fn finish(
 fn complete_wqe(
     net: &Net,
     qp: &QpUse,
-    wqe: Wqe,
+    wqe: &Wqe,
     status: WcStatus,
     len: u32,
     after: &mut After,

@@ -528,6 +528,8 @@ fn perform(
     let mrs = port.mrs();
     let response = match req.op {
         SendOp::Send => match recv {
+            // An empty message names no memory: no SGE list to walk.
+            Some(_) if req.len == 0 => Ok(Response::Ack),
             Some(recv) => req
                 .data
                 .copy_to(mrs, receive_sges(dest, recv.sges), 0, pace)
