@@ -99,14 +99,24 @@ listening() { # KIND PORT PID
 # once it listens (KIND cm or tcp, on PORT) the client command cli[]. Both
 # must exit 0 and CHECK (a function given their output directory) pass.
 pair() {
-	local name=$1 kind=$2 port=$3 chk=${4:-true} d s crc=0 src=0 t0=$SECONDS
+	local name=$1 kind=$2 port=$3 chk=${4:-true} d s crc src t0=$SECONDS try
 	d=$work/${name//[^A-Za-z0-9_.-]/_}
 	mkdir -p "$d"
-	timeout -k 5 $T "${srv[@]}" >"$d/server" 2>"$d/server.err" &
-	s=$!
-	until_ok 60 listening "$kind" "$port" "$s"
-	timeout -k 5 $T "${cli[@]}" >"$d/client" 2>"$d/client.err" || crc=$?
-	wait "$s" || src=$?
+	for try in 1 2; do
+		crc=0 src=0
+		timeout -k 5 $T "${srv[@]}" >"$d/server" 2>"$d/server.err" &
+		s=$!
+		until_ok 60 listening "$kind" "$port" "$s"
+		timeout -k 5 $T "${cli[@]}" >"$d/client" 2>"$d/client.err" || crc=$?
+		if ((try == 1)) && perftest_cm_race "$d" "$crc"; then
+			echo "# $name: perftest's client was rejected and crashed retrying; once more"
+			kill "$s"
+			wait "$s"
+			continue
+		fi
+		wait "$s" || src=$?
+		break
+	done
 	if ((crc == 0 && src == 0)) && "$chk" "$d"; then
 		pass "$name"
 		echo "# $name: $((SECONDS - t0)) s"
@@ -119,6 +129,15 @@ pair() {
 		show "$d/server" server
 		show "$d/server.err" "server stderr"
 	fi
+}
+
+# perftest_cm_race DIR RC: perftest -R's client connected before its
+# server listened for the test's QPs (it listens again after their first
+# exchange), was rejected (reason 8: no listener), and crashed (RC 139)
+# in perftest's retry, which until upstream's 3d9d8d0 uses the CM IDs it
+# has just destroyed: the race and the crash are perftest's own.
+perftest_cm_race() {
+	(($2 == 139)) && grep -q 'RDMA_CM_EVENT_REJECTED; error: 8\.' "$1/client.err"
 }
 
 # What the tools print when they did their job, for pair's CHECK.
