@@ -29,6 +29,8 @@ mount -t 9p -o trans=virtio,version=9p2000.L rsoftshare /run/share
 mkdir -p /run/peer
 mount -t 9p -o trans=virtio,version=9p2000.L rsoftpeer /run/peer 2>/dev/null ||
 	rmdir /run/peer
+# The host's sign that the kernel lived to run this (see vm.sh's boot).
+: > /run/share/up
 echo "rsoft-guest: up"
 . /run/share/env
 
