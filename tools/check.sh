@@ -78,7 +78,15 @@ passed=$(($(grep -E '^ok ' "$log" | grep -cv '# SKIP') + $(cargo_sum passed)))
 skipped=$(grep -E '^ok ' "$log" | grep -c '# SKIP')
 failed=$(($(grep -cE '^not ok ' "$log") + $(cargo_sum failed)))
 # The failures again at the end, where the tail of a CI log shows them
-# (as comments: TAP counts each test once).
+# (as comments: TAP counts each test once): first what the first five said
+# of why (their comment lines that name an error, a crash or stderr, at
+# most ten each), then the list.
+awk '
+	/^not ok / { if (++n > 5) exit; print "# why: " $0; k = 0; open = 1; next }
+	!/^#/ { open = 0 }
+	open && k < 10 && /stderr|[Ee]rror|ERR|[Ff]ail|[Ss]egmentation|[Tt]ime[d ]*out|BUG|WARN/ {
+		print "# why: " $0; k++
+	}' "$log"
 grep -E '^not ok ' "$log" | head -20 | sed 's/^/# failed: /' || :
 say "check took $((SECONDS - start)) s"
 if ((skipped)); then
