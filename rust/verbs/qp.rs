@@ -129,15 +129,22 @@ impl ib::QpOps for Qp {
 
     fn post_recv(&self, dev: &RsoftDevice, wrs: &mut RecvWrs<'_>) -> Result {
         let qp = self.shared.enter().ok_or(EINVAL)?;
+        let mut wake = false;
         let posted = (|| {
             let mut inner = qp.inner.lock();
             if inner.state == QpState::Reset || qp.srq.is_some() {
                 return Err(EINVAL);
             }
+            // An ERR QP flushes what is posted. A sender refused for want
+            // of a receive (RNR) was refused while the queue was empty, and
+            // the post that made it not empty woke it: a post to a queue
+            // that holds receives wakes nobody.
+            wake = inner.state == QpState::Error || inner.rq.is_empty();
             inner.rq.push_receives(wrs)
         })();
-        // Flush if in error; resume a peer waiting for this receive.
-        engine::progress(&dev.net, &qp, Ctx::of(&qp));
+        if wake {
+            engine::progress(&dev.net, &qp, Ctx::of(&qp));
+        }
         posted
     }
 }

@@ -17,7 +17,7 @@ if ! insmod "$here/kmod/rsoft_pollcq.ko"; then
 fi
 rmmod rsoft_pollcq
 figures=$(dmesg | tail -n +$((seen + 1)) |
-	sed -n 's/.*rsoft_pollcq: bench \(post_send_per_wr\|poll_cq_[a-z0-9_]*\) \([0-9.]*\) ns$/bench: icount \1 \2 insns/p')
+	sed -n 's/.*rsoft_pollcq: bench \(post_[a-z]*_per_wr\|poll_cq_[a-z0-9_]*\) \([0-9.]*\) ns$/bench: icount \1 \2 insns/p')
 if [[ -z $figures ]]; then
 	echo "# rsoft_pollcq printed no figure"
 	exit 1

@@ -69,6 +69,7 @@ EXTRA = [
     ("kernel", "poll_cq_per_cqe_batch16", "rsoft0 ib_poll_cq per CQE, 16 per call"),
     ("kernel", "poll_cq_empty_per_call", "rsoft0 ib_poll_cq of an empty CQ, per call"),
     ("kernel", "post_send_per_wr", "rsoft0 ib_post_send of a 0-byte SEND, executed"),
+    ("kernel", "post_recv_per_wr", "rsoft0 ib_post_recv of one receive, 4096 in a row"),
     ("kernel", "send_rate_1pair", "rsoft0 0-byte SENDs posted and polled, one QP pair"),
     ("kernel", "send_rate_2pairs", "the same, two pairs from two CPUs at once (sum)"),
     # rsoft's ICRC and rxe's both run the kernel's crc32_le(), which the
@@ -79,6 +80,8 @@ EXTRA = [
     # do not move with the host's load.
     ("icount", "post_send_per_wr",
      "rsoft0 ib_post_send of a 0-byte SEND, executed (-icount)"),
+    ("icount", "post_recv_per_wr",
+     "rsoft0 ib_post_recv of one receive, 4096 in a row (-icount)"),
     ("icount", "poll_cq_empty_per_call",
      "rsoft0 ib_poll_cq of an empty CQ, per call (-icount)"),
 ]

@@ -106,8 +106,11 @@ static int connect_qp(struct ib_qp *qp, u16 lid, u32 dest_qpn)
 			    IB_QP_RNR_RETRY | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Posts nr receives on b, then nr sends on a; *post_ns: the sends' time. */
-static int fill(struct bench *b, u64 *post_ns)
+/*
+ * Posts nr receives on b, then nr sends on a; *recv_ns and *post_ns: the
+ * receives' time and the sends'.
+ */
+static int fill(struct bench *b, u64 *recv_ns, u64 *post_ns)
 {
 	struct ib_recv_wr rwr = {};
 	struct ib_send_wr swr = {
@@ -117,12 +120,14 @@ static int fill(struct bench *b, u64 *post_ns)
 	u64 start;
 	int ret;
 
+	start = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
 		rwr.wr_id = i;
 		ret = ib_post_recv(b->b, &rwr, NULL);
 		if (ret)
 			return ret;
 	}
+	*recv_ns = ktime_get_ns() - start;
 	start = ktime_get_ns();
 	for (i = 0; i < nr; i++) {
 		swr.wr_id = i;
@@ -179,13 +184,13 @@ static void report(const char *name, u64 *ns, unsigned int items)
 static int measure_cq(struct bench *b)
 {
 	static const int batches[] = { 1, MAX_BATCH };
-	u64 post[REPS], poll[REPS], empty[REPS], start, untimed;
+	u64 recv[REPS], post[REPS], poll[REPS], empty[REPS], start, untimed;
 	char name[48];
 	int i, r, j, ret;
 
 	for (i = 0; i < ARRAY_SIZE(batches); i++) {
 		for (r = 0; r < REPS; r++) {
-			ret = fill(b, &post[r]);
+			ret = fill(b, &recv[r], &post[r]);
 			if (!ret)
 				ret = drain_cq(b, b->scq, batches[i], &poll[r]);
 			if (ret)
@@ -198,8 +203,10 @@ static int measure_cq(struct bench *b)
 		snprintf(name, sizeof(name), "poll_cq_per_cqe_batch%d",
 			 batches[i]);
 		report(name, poll, nr);
-		if (i == 0)
+		if (i == 0) {
 			report("post_send_per_wr", post, nr);
+			report("post_recv_per_wr", recv, nr);
+		}
 	}
 	for (r = 0; r < REPS; r++) {
 		start = ktime_get_ns();
@@ -295,7 +302,7 @@ static int drive(void *arg)
 	wait_for_completion(d->go);
 	start = ktime_get_ns();
 	for (r = 0; r < PAIR_ROUNDS && !ret; r++) {
-		ret = fill(d->b, &untimed);
+		ret = fill(d->b, &untimed, &untimed);
 		if (!ret)
 			ret = drain_cq(d->b, d->b->scq, MAX_BATCH, &untimed);
 		if (!ret)
