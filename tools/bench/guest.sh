@@ -13,7 +13,9 @@
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # The GID lookups and the veth between namespaces, as the wire tests make
-# them (its functions need no TAP harness).
+# them, and the shell's own look for a listening TCP port (tap.sh's
+# tcp_listening: no TAP line is printed here).
+. "$here/../../selftests/tap.sh"
 . "$here/../../selftests/roce-lib.sh"
 limits=$here/build/limits
 ip4=10.0.2.15	# QEMU user networking's guest address
